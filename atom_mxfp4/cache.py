@@ -1,0 +1,122 @@
+"""The paged MXFP4 cache (DESIGN §4): one uint8 record of 8704 bytes per (page, head).
+
+Record of a (page, head): ``[128 tokens x 64 B data][128 tokens x 4 B e8m0 scales]``.
+Token slot = ``page * 128 + offset``; slot -1 means "do not write" (consumed by the write op).
+Folding heads into pages gives physical page id ``page * heads + head``: what sparse tables hold.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .errors import expect, expect_dtype
+
+HEAD_DIM = 128
+PAGE_SIZE = 128
+DATA_BYTES = HEAD_DIM // 2  # 64 B of e2m1 codes per token
+SCALE_BYTES = HEAD_DIM // 32  # 4 e8m0 scales per token
+RECORD_BYTES = PAGE_SIZE * (DATA_BYTES + SCALE_BYTES)  # 8704
+
+BYTES_PER_TOKEN_HEAD = {"mxfp4": DATA_BYTES + SCALE_BYTES, "fp8": HEAD_DIM, "bf16": 2 * HEAD_DIM}
+"""Bytes per token per head of one of K or V, per cache dtype."""
+
+
+def kv_bytes_per_token(dtype: str = "mxfp4", kv_heads: int = 1) -> int:
+    """Bytes per token of K + V for ``kv_heads`` heads (mxfp4: 136 per head, fp8: 256, bf16: 512)."""
+    expect(dtype in BYTES_PER_TOKEN_HEAD, "dtype", f"one of {list(BYTES_PER_TOKEN_HEAD)}", dtype)
+    return 2 * kv_heads * BYTES_PER_TOKEN_HEAD[dtype]
+
+
+def tokens_that_fit(num_bytes: int, dtype: str = "mxfp4", kv_heads: int = 1) -> int:
+    """How many tokens of K + V fit in ``num_bytes`` (whole pages only for mxfp4)."""
+    if dtype == "mxfp4":
+        return (num_bytes // (2 * kv_heads * RECORD_BYTES)) * PAGE_SIZE
+    return num_bytes // kv_bytes_per_token(dtype, kv_heads)
+
+
+def capacity_ratio(dtype: str = "bf16") -> float:
+    """Tokens of mxfp4 per token of ``dtype`` in the same memory (bf16: 3.76, fp8: 1.88)."""
+    return BYTES_PER_TOKEN_HEAD[dtype] / BYTES_PER_TOKEN_HEAD["mxfp4"]
+
+
+def as_records(cache: "MXFP4PageCache | torch.Tensor", name: str) -> torch.Tensor:
+    """Accept a cache object or its records tensor; check the record layout."""
+    records = cache.records if isinstance(cache, MXFP4PageCache) else cache
+    expect(isinstance(records, torch.Tensor), name, "an MXFP4PageCache or a uint8 tensor", type(records).__name__,
+           TypeError)
+    expect_dtype(records, name, (torch.uint8,))
+    expect(records.dim() == 3 and records.shape[2] == RECORD_BYTES, f"{name}.shape",
+           f"[pages, heads, {RECORD_BYTES}]", list(records.shape))
+    expect(records.stride(2) == 1 and records.stride(1) == RECORD_BYTES
+           and records.stride(0) == RECORD_BYTES * records.shape[1], f"{name}.stride()",
+           f"({RECORD_BYTES * records.shape[1]}, {RECORD_BYTES}, 1) (dense records)", tuple(records.stride()))
+    return records
+
+
+def data_view(records: torch.Tensor) -> torch.Tensor:
+    """records [pages, heads, 8704] -> data [pages, heads, 128, 64] uint8 (a view)."""
+    pages, heads, _ = records.shape
+    return records.as_strided((pages, heads, PAGE_SIZE, DATA_BYTES),
+                              (heads * RECORD_BYTES, RECORD_BYTES, DATA_BYTES, 1), records.storage_offset())
+
+
+def scale_view(records: torch.Tensor) -> torch.Tensor:
+    """records [pages, heads, 8704] -> scale [pages, heads, 128, 4] uint8 e8m0 (a view)."""
+    pages, heads, _ = records.shape
+    return records.as_strided((pages, heads, PAGE_SIZE, SCALE_BYTES),
+                              (heads * RECORD_BYTES, RECORD_BYTES, SCALE_BYTES, 1),
+                              records.storage_offset() + PAGE_SIZE * DATA_BYTES)
+
+
+class MXFP4PageCache:
+    """Zero-filled MXFP4 records ``[pages, heads, 8704]`` uint8 for one of K, V or index-K of one layer.
+
+    Views share storage (no copies): ``data [pages, heads, 128, 64]``, ``scale [pages, heads, 128, 4]``, with page
+    stride ``8704 * heads`` and head stride ``8704`` bytes. The index-K cache is this class with one head.
+    """
+
+    def __init__(self, num_pages: int, num_heads: int = 1, device: torch.device | str = "cpu",
+                 records: torch.Tensor | None = None):
+        if records is None:
+            expect(isinstance(num_pages, int) and num_pages > 0, "num_pages", "a positive int", num_pages)
+            expect(isinstance(num_heads, int) and num_heads > 0, "num_heads", "a positive int", num_heads)
+            records = torch.zeros(num_pages, num_heads, RECORD_BYTES, dtype=torch.uint8, device=device)
+        self.records = as_records(records, "records")
+
+    @classmethod
+    def for_tokens(cls, num_tokens: int, num_heads: int = 1, device="cpu") -> "MXFP4PageCache":
+        return cls(max(1, math.ceil(num_tokens / PAGE_SIZE)), num_heads, device)
+
+    @property
+    def num_pages(self) -> int:
+        return self.records.shape[0]
+
+    @property
+    def num_heads(self) -> int:
+        return self.records.shape[1]
+
+    @property
+    def device(self) -> torch.device:
+        return self.records.device
+
+    @property
+    def data(self) -> torch.Tensor:
+        return data_view(self.records)
+
+    @property
+    def scale(self) -> torch.Tensor:
+        return scale_view(self.records)
+
+    def fold_heads(self) -> "MXFP4PageCache":
+        """The ``[pages * heads, 1, 8704]`` view: physical page id ``page * heads + head``."""
+        return MXFP4PageCache(records=self.records.view(self.num_pages * self.num_heads, 1, RECORD_BYTES))
+
+    @property
+    def nbytes(self) -> int:
+        return self.records.numel()
+
+    def __repr__(self) -> str:
+        return (f"MXFP4PageCache(pages={self.num_pages}, heads={self.num_heads}, device={self.device}, "
+                f"{self.nbytes / 2**20:.1f} MiB)")

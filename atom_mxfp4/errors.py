@@ -1,0 +1,39 @@
+"""The one place error messages for bad user input are built.
+
+Messages read ``"<argument> must be <expected>, got <actual>"`` so a person can act on them.
+``assert`` is for kernel invariants only, never for user input.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+
+def fail(name: str, expected: str, actual: object, exc: type[Exception] = ValueError) -> NoReturn:
+    raise exc(f"{name} must be {expected}, got {actual}")
+
+
+def expect(cond: bool, name: str, expected: str, actual: object, exc: type[Exception] = ValueError) -> None:
+    """Raise ``exc`` naming the argument, the expected and the actual value unless ``cond`` holds."""
+    if not cond:
+        fail(name, expected, actual, exc)
+
+
+def expect_dtype(tensor, name: str, allowed) -> None:
+    allowed = tuple(allowed)
+    expect(tensor.dtype in allowed, name, f"of dtype {' or '.join(str(d) for d in allowed)}", tensor.dtype, TypeError)
+
+
+def expect_shape(tensor, name: str, shape: tuple) -> None:
+    """``shape`` entries may be ``None`` (any size)."""
+    ok = tensor.dim() == len(shape) and all(s is None or s == a for s, a in zip(shape, tensor.shape))
+    want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
+    expect(ok, name, f"of shape {want}", list(tensor.shape))
+
+
+def expect_device(tensor, name: str, device) -> None:
+    expect(tensor.device == device, name, f"on device {device}", tensor.device)
+
+
+def expect_contiguous(tensor, name: str) -> None:
+    expect(tensor.is_contiguous(), name, "contiguous", f"strides {tuple(tensor.stride())}")

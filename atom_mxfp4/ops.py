@@ -1,0 +1,255 @@
+"""The four public ops of DESIGN §5: validate (DESIGN §6), then dispatch to a backend.
+
+Every op takes ``backend=None`` (best available for the device; an explicit name never falls back) and
+``check=True``. ``check=False`` skips all validation, including the value checks that need a device->host sync
+(slot and page ids in range, positions inside the RoPE table, lengths inside the table): use it on the CUDA-graph
+hot path with inputs you built yourself. Unchecked inputs out of range are undefined behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .backends import resolve_backend
+from .cache import HEAD_DIM, PAGE_SIZE, as_records
+from .errors import expect, expect_contiguous, expect_device, expect_dtype, expect_shape
+from .format import ScaleMode
+
+MAX_GROUP = 16
+FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
+INDEX = (torch.int32,)
+
+
+def _int(value, name: str, minimum: int) -> int:
+    expect(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, name,
+           f"an int >= {minimum}", repr(value))
+    return value
+
+
+def _index_vector(tensor, name: str, length: int, device, dtype=INDEX) -> None:
+    expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
+    expect_dtype(tensor, name, dtype)
+    expect_shape(tensor, name, (length,))
+    expect_device(tensor, name, device)
+    expect_contiguous(tensor, name)
+
+
+def _in_range(tensor: torch.Tensor, name: str, low: int, high: int) -> None:
+    """All values in [low, high) (host sync; only under check=True)."""
+    if tensor.numel() == 0:
+        return
+    lo, hi = int(tensor.min()), int(tensor.max())
+    expect(lo >= low and hi < high, name, f"values in [{low}, {high})", f"values in [{lo}, {hi}]")
+
+
+def _head_dim(tensor, name: str) -> None:
+    expect(tensor.shape[-1] == HEAD_DIM, f"{name}.shape[-1] (head_dim)", f"{HEAD_DIM} (the only head_dim of the "
+           "MXFP4 kernels)", tensor.shape[-1])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                            cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache=None, *, num_q_heads,
+                            num_kv_heads, num_index_heads=0, rotary_dim=64, eps=1e-6,
+                            scale_mode=ScaleMode.CEIL, q_dtype=torch.bfloat16, backend=None, check=True):
+    """Gemma QK-norm + partial NeoX RoPE of q/k/idx_q/idx_k, MXFP4 write of K, V, index-K at ``slot_mapping``.
+
+    qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16; positions [T] i64; *_norm_weight [128];
+    cos_sin_cache [max_pos, rotary_dim] fp32 = [cos | sin]; slot_mapping [T] i64 (-1: skip the token);
+    k_cache / v_cache [pages, nkv, 8704] u8; index_k_cache [pages, 1, 8704] u8 (None for dense layers, niq = 0).
+    Returns q [T, nq, 128] in q_dtype (bf16 or float8_e4m3fn, unit scale) and idx_q [T, niq, 128] bf16 (or None).
+    """
+    scale_mode = ScaleMode.parse(scale_mode)
+    k_records = as_records(k_cache, "k_cache")
+    v_records = as_records(v_cache, "v_cache")
+    i_records = None if index_k_cache is None else as_records(index_k_cache, "index_k_cache")
+    if check:
+        nq, nkv = _int(num_q_heads, "num_q_heads", 1), _int(num_kv_heads, "num_kv_heads", 1)
+        niq = _int(num_index_heads, "num_index_heads", 0)
+        expect(nq % nkv == 0 and nq // nkv <= MAX_GROUP, "num_q_heads / num_kv_heads (GQA group)",
+               f"an integer group in [1, {MAX_GROUP}]", f"{nq} / {nkv}")
+        expect((niq == 0) == (i_records is None), "index_k_cache", "given exactly when num_index_heads > 0",
+               f"index_k_cache={'None' if i_records is None else 'a cache'}, num_index_heads={niq}")
+        expect(isinstance(qkv, torch.Tensor), "qkv", "a tensor", type(qkv).__name__, TypeError)
+        expect_dtype(qkv, "qkv", FLOAT_DTYPES)
+        width = (nq + 2 * nkv + niq + (1 if niq else 0)) * HEAD_DIM
+        expect_shape(qkv, "qkv", (None, width))
+        expect_contiguous(qkv, "qkv")
+        device, tokens = qkv.device, qkv.shape[0]
+        _index_vector(positions, "positions", tokens, device, (torch.int64,))
+        _index_vector(slot_mapping, "slot_mapping", tokens, device, (torch.int64,))
+        for name, weight in (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)) + (
+                (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight)) if niq else ()):
+            expect(isinstance(weight, torch.Tensor), name, "a tensor", type(weight).__name__, TypeError)
+            expect_dtype(weight, name, FLOAT_DTYPES)
+            expect_shape(weight, name, (HEAD_DIM,))
+            expect_device(weight, name, device)
+        _int(rotary_dim, "rotary_dim", 2)
+        expect(rotary_dim % 2 == 0 and rotary_dim <= HEAD_DIM, "rotary_dim", f"even and <= {HEAD_DIM}", rotary_dim)
+        expect_dtype(cos_sin_cache, "cos_sin_cache", (torch.float32,))
+        expect_shape(cos_sin_cache, "cos_sin_cache", (None, rotary_dim))
+        expect_device(cos_sin_cache, "cos_sin_cache", device)
+        expect_contiguous(cos_sin_cache, "cos_sin_cache")
+        expect(isinstance(eps, float) and eps > 0, "eps", "a positive float", eps)
+        expect(q_dtype in Q_DTYPES, "q_dtype", f"one of {Q_DTYPES}", q_dtype, TypeError)
+        for name, records, heads in (("k_cache", k_records, nkv), ("v_cache", v_records, nkv),
+                                     ("index_k_cache", i_records, 1)):
+            if records is None:
+                continue
+            expect(records.shape[1] == heads, f"{name} heads", heads, records.shape[1])
+            expect_device(records, name, device)
+        pages = k_records.shape[0]
+        expect(v_records.shape[0] == pages and (i_records is None or i_records.shape[0] == pages),
+               "v_cache / index_k_cache pages", f"{pages} (as k_cache)",
+               f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
+        _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
+        _in_range(slot_mapping, "slot_mapping", -1, pages * PAGE_SIZE)
+    impl = resolve_backend(backend, qkv.device)
+    return impl.fused_qknorm_rope_write(
+        qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight, cos_sin_cache,
+        slot_mapping, k_records, v_records, i_records, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+        num_index_heads=num_index_heads, rotary_dim=rotary_dim, eps=eps, scale_mode=scale_mode, q_dtype=q_dtype)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def _check_rows(block_table, row_request, row_position, rows: int, device, pages: int | None,
+                block_tokens: int = PAGE_SIZE, pages_per_block: int = 1) -> None:
+    expect(isinstance(block_table, torch.Tensor), "block_table", "a tensor", type(block_table).__name__, TypeError)
+    expect_dtype(block_table, "block_table", INDEX)
+    expect_shape(block_table, "block_table", (None, None))
+    expect_device(block_table, "block_table", device)
+    expect_contiguous(block_table, "block_table")
+    _index_vector(row_request, "row_request", rows, device)
+    _index_vector(row_position, "row_position", rows, device)
+    _in_range(row_request, "row_request", 0, block_table.shape[0])
+    max_tokens = block_table.shape[1] // pages_per_block * block_tokens
+    _in_range(row_position, "row_position", 0, max_tokens)
+    if pages is not None and rows:
+        # every page a row can see must be a real page
+        needed = (row_position.long() // PAGE_SIZE + 1)
+        used = torch.arange(block_table.shape[1], device=device) < needed[:, None]
+        _in_range(block_table[row_request.long()][used], "block_table (entries a row can see)", 0, pages)
+
+
+def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk=16, init_blocks=0,
+               local_blocks=1, backend=None, check=True):
+    """Top-k KV blocks per query row and index head: topk_blocks [niq, R, topk] i32, ascending, -1 padded.
+
+    idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8; block_table [B, max_blocks] i32 page ids;
+    row_request [R] i32 (request of each row); row_position [R] i32 (the row's token position).
+    ``score[h, r, b] = max_{p in b, p <= row_position[r]} idx_q[r, h] . idx_k[p]``; blocks ``b < init_blocks``
+    score 1e30, the ``local_blocks`` blocks ending at the row's own block 1e29; keeps
+    ``min(topk, own_block + 1)`` blocks, ties to the smaller id.
+    """
+    records = as_records(index_k_cache, "index_k_cache")
+    if check:
+        expect(isinstance(idx_q, torch.Tensor), "idx_q", "a tensor", type(idx_q).__name__, TypeError)
+        expect_dtype(idx_q, "idx_q", FLOAT_DTYPES)
+        expect(idx_q.dim() == 3, "idx_q", "of shape [rows, index_heads, 128]", list(idx_q.shape))
+        _head_dim(idx_q, "idx_q")
+        expect(records.shape[1] == 1, "index_k_cache heads", "1 (one shared index-K head)", records.shape[1])
+        expect_device(records, "index_k_cache", idx_q.device)
+        _int(topk, "topk", 1)
+        _int(init_blocks, "init_blocks", 0)
+        _int(local_blocks, "local_blocks", 0)
+        _check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
+    impl = resolve_backend(backend, idx_q.device)
+    return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
+                           init_blocks=init_blocks, local_blocks=local_blocks)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, num_kv_heads, pages_per_block=1,
+                        backend=None, check=True):
+    """One-block-per-page tables for pa_decode from each row's top-k blocks.
+
+    topk_blocks [nkv, R, topk] i32 (ascending, -1 padded) -> tables [R * nkv, topk * ppb] i32 (folded page ids
+    ``page * nkv + h``; full blocks first, the own partial block last; unused entries 0) and
+    context_lens [R * nkv] i32.
+    """
+    if check:
+        expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
+               TypeError)
+        expect_dtype(topk_blocks, "topk_blocks", INDEX)
+        expect(topk_blocks.dim() == 3, "topk_blocks", "of shape [kv_heads, rows, topk]", list(topk_blocks.shape))
+        expect_contiguous(topk_blocks, "topk_blocks")
+        nkv = _int(num_kv_heads, "num_kv_heads", 1)
+        expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
+        ppb = _int(pages_per_block, "pages_per_block", 1)
+        _check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device, None,
+                    PAGE_SIZE * ppb, ppb)
+        blocks_per_row = block_table.shape[1] // ppb
+        _in_range(topk_blocks, "topk_blocks", -1, max(blocks_per_row, 0))
+    impl = resolve_backend(backend, topk_blocks.device)
+    return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
+                                    num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale=None, plan=None,
+              backend=None, check=True):
+    """Paged attention, one query token per row, over MXFP4 K/V; writes and returns ``out``.
+
+    out [R, G, 128] bf16; q [R, G, 128] bf16 | float8_e4m3fn (G <= 16 query heads sharing the row's KV head);
+    k_cache / v_cache [pages, kv_heads, 8704] u8 (addressed folded: id = page * kv_heads + head);
+    tables [R, W] i32 folded page ids; context_lens [R] i32: token t < context_lens[r] is at page
+    tables[r, t // 128], offset t % 128; bytes of other tokens may be garbage and never reach ``out``;
+    context_lens[r] == 0 writes zeros. ``logits = (q . k) * query_scale[r] * softmax_scale``, softmax in fp32.
+    """
+    k_records = as_records(k_cache, "k_cache")
+    v_records = as_records(v_cache, "v_cache")
+    if check:
+        for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)):
+            expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
+        expect(q.dim() == 3, "q", "of shape [rows, group, 128] (one query token per row: query_length must be 1)",
+               list(q.shape))
+        _head_dim(q, "q")
+        expect_dtype(q, "q", Q_DTYPES)
+        rows, group, _ = q.shape
+        expect(1 <= group <= MAX_GROUP, "q.shape[1] (GQA group)", f"in [1, {MAX_GROUP}]", group)
+        device = q.device
+        expect_dtype(out, "out", (torch.bfloat16,))
+        expect_shape(out, "out", tuple(q.shape))
+        expect_device(out, "out", device)
+        expect_contiguous(out, "out")
+        expect_contiguous(q, "q")
+        expect_dtype(tables, "tables", INDEX)
+        expect_shape(tables, "tables", (rows, None))
+        expect_device(tables, "tables", device)
+        expect_contiguous(tables, "tables")
+        _index_vector(context_lens, "context_lens", rows, device)
+        for name, records in (("k_cache", k_records), ("v_cache", v_records)):
+            expect_device(records, name, device)
+        expect(k_records.shape == v_records.shape, "v_cache.shape", f"{list(k_records.shape)} (as k_cache)",
+               list(v_records.shape))
+        expect(isinstance(softmax_scale, (int, float)) and math.isfinite(softmax_scale) and softmax_scale > 0,
+               "softmax_scale", "a positive finite float", softmax_scale)
+        if isinstance(query_scale, torch.Tensor):
+            expect_dtype(query_scale, "query_scale", (torch.float32,))
+            expect_shape(query_scale, "query_scale", (rows,))
+            expect_device(query_scale, "query_scale", device)
+        else:
+            expect(query_scale is None or isinstance(query_scale, (int, float)), "query_scale",
+                   "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
+        width = tables.shape[1]
+        _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
+        if rows and width:
+            used = torch.arange(width, device=device) * PAGE_SIZE < context_lens[:, None]
+            _in_range(tables[used], "tables (entries below context_lens)", 0,
+                      k_records.shape[0] * k_records.shape[1])
+    impl = resolve_backend(backend, q.device)
+    impl.pa_decode(out, q, k_records, v_records, tables, context_lens, softmax_scale=float(softmax_scale),
+                   query_scale=query_scale, plan=plan)
+    return out
+
+
+def plan_pa_decode(num_rows: int, max_table_width: int, group: int, device, backend=None):
+    """A caller-owned workspace for pa_decode (graph-stable buffers); None when the backend needs none."""
+    _int(num_rows, "num_rows", 0)
+    _int(max_table_width, "max_table_width", 1)
+    expect(isinstance(group, int) and 1 <= group <= MAX_GROUP, "group", f"an int in [1, {MAX_GROUP}]", group)
+    impl = resolve_backend(backend, device)
+    return impl.make_plan(num_rows, max_table_width, group, torch.device(device))

@@ -1,0 +1,59 @@
+"""index_topk, torch reference: score every KV block with the index query, force init/local blocks, keep top-k.
+
+``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized, fp32).
+Sentinels: forced init blocks score 1e30, forced local blocks 1e29; output padding is -1.
+"""
+
+import torch
+
+from atom_mxfp4.cache import PAGE_SIZE
+
+from .paged import read_pages
+
+INIT_SCORE = 1e30  # blocks b < init_blocks
+LOCAL_SCORE = 1e29  # the local_blocks blocks ending at the row's own block
+ROW_CHUNK = 1024  # rows scored at once (bounds the [rows, heads, tokens] score tensor)
+
+
+def select_blocks(scores: torch.Tensor, own_block: torch.Tensor, topk: int, init_blocks: int,
+                  local_blocks: int) -> torch.Tensor:
+    """scores [rows, heads, nblocks] fp32 (blocks past own_block are ignored) -> ids [rows, heads, topk] int32.
+
+    Keeps the ``min(topk, own_block + 1)`` best, ties to the smaller block id, ascending, padded with -1.
+    """
+    rows, _, nblocks = scores.shape
+    block = torch.arange(nblocks, device=scores.device)
+    own = own_block[:, None, None].long()
+    scores = torch.where(block >= own - local_blocks + 1, torch.full_like(scores, LOCAL_SCORE), scores)
+    scores = torch.where(block < init_blocks, torch.full_like(scores, INIT_SCORE), scores)
+    scores = torch.where(block > own, torch.full_like(scores, float("-inf")), scores)
+    order = torch.sort(scores, dim=-1, descending=True, stable=True).indices  # stable: ties keep smaller id first
+    width = min(topk, nblocks)
+    chosen = order[..., :width]
+    keep = torch.arange(width, device=scores.device) < torch.clamp(own + 1, max=topk)
+    chosen = torch.where(keep, chosen, torch.full_like(chosen, nblocks))  # padding sorts last
+    chosen = torch.sort(chosen, dim=-1).values
+    out = torch.full((rows, scores.shape[1], topk), -1, dtype=torch.int32, device=scores.device)
+    out[..., :width] = torch.where(chosen == nblocks, -1, chosen).to(torch.int32)
+    return out
+
+
+def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks):
+    # idx_q [R, H, D]; index_k_cache [pages, 1, 8704]; block_table [B, max_blocks] i32; row_* [R] i32
+    num_rows, num_heads, _ = idx_q.shape
+    out = torch.full((num_heads, num_rows, topk), -1, dtype=torch.int32, device=idx_q.device)
+    for request in torch.unique(row_request).tolist():
+        rows = torch.nonzero(row_request == request).flatten()
+        num_tokens = int(row_position[rows].max()) + 1
+        num_blocks = -(-num_tokens // PAGE_SIZE)
+        keys = read_pages(index_k_cache, block_table[request, :num_blocks]).reshape(-1, idx_q.shape[-1])
+        for start in range(0, rows.numel(), ROW_CHUNK):
+            chunk = rows[start : start + ROW_CHUNK]
+            position = row_position[chunk].long()
+            scores = torch.einsum("rhd,td->rht", idx_q[chunk].float(), keys)  # [rows, H, tokens]
+            causal = torch.arange(keys.shape[0], device=keys.device) <= position[:, None, None]
+            scores = torch.where(causal, scores, torch.full_like(scores, float("-inf")))
+            scores = scores.view(chunk.numel(), num_heads, num_blocks, PAGE_SIZE).amax(-1)
+            ids = select_blocks(scores, position // PAGE_SIZE, topk, init_blocks, local_blocks)
+            out[:, chunk] = ids.transpose(0, 1)
+    return out

@@ -1,0 +1,67 @@
+"""fused_qknorm_rope_write, torch reference: Gemma QK-norm + partial NeoX RoPE + MXFP4 cache write.
+
+The arithmetic is the exact one of docs/api.md (fp64 sum of squares, fp32 elsewhere, no FMA), so that
+kernels can match the cache bytes bit for bit.
+"""
+
+import torch
+
+from atom_mxfp4.cache import PAGE_SIZE, data_view, scale_view
+from atom_mxfp4.format import quantize_mxfp4
+
+HEAD_DIM = 128
+
+
+def qk_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """Gemma RMSNorm per head row. x [..., D] fp32 -> [..., D] fp32: ``x * rsqrt(mean(x^2) + eps) * (1 + w)``."""
+    mean_square = ((x.double() ** 2).sum(-1, keepdim=True) / x.shape[-1]).float()
+    inv_rms = 1.0 / torch.sqrt(mean_square + eps)
+    return (x * inv_rms) * (1.0 + weight.float())
+
+
+def rope_neox(x: torch.Tensor, cos_sin: torch.Tensor, rotary_dim: int) -> torch.Tensor:
+    """Partial NeoX RoPE on the first ``rotary_dim`` dims. x [T, H, D] fp32, cos_sin [T, rotary_dim] fp32."""
+    half = rotary_dim // 2
+    cos, sin = cos_sin[:, None, :half], cos_sin[:, None, half:rotary_dim]
+    x1, x2 = x[..., :half], x[..., half:rotary_dim]
+    out1 = x1 * cos - x2 * sin
+    out2 = x2 * cos + x1 * sin
+    return torch.cat((out1, out2, x[..., rotary_dim:]), dim=-1)
+
+
+def write_tokens(records: torch.Tensor, slots: torch.Tensor, values: torch.Tensor, scale_mode) -> None:
+    """Quantize values [N, heads, D] and store them at token slots [N] (all >= 0) of records [pages, heads, 8704]."""
+    data, scale = quantize_mxfp4(values, scale_mode)
+    page, offset = slots // PAGE_SIZE, slots % PAGE_SIZE
+    data_view(records)[page, :, offset] = data
+    scale_view(records)[page, :, offset] = scale
+
+
+def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                            cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache, *, num_q_heads,
+                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype):
+    # qkv [T, W] bf16 = [q (nq*D) | k (nkv*D) | v (nkv*D) | idx_q (niq*D) | idx_k (D)]
+    num_tokens = qkv.shape[0]
+    heads = qkv.view(num_tokens, -1, HEAD_DIM).float()
+    nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
+    cos_sin = cos_sin_cache[positions].float()  # [T, rotary_dim]
+
+    def norm_rope(x, weight):
+        return rope_neox(qk_norm(x, weight, eps), cos_sin, rotary_dim)
+
+    q = norm_rope(heads[:, :nq], q_norm_weight)
+    k = norm_rope(heads[:, nq : nq + nkv], k_norm_weight)
+    v = heads[:, nq + nkv : nq + 2 * nkv]
+
+    keep = slot_mapping >= 0  # slot -1: do not write
+    slots = slot_mapping[keep]
+    write_tokens(k_cache, slots, k[keep], scale_mode)
+    write_tokens(v_cache, slots, v[keep], scale_mode)
+
+    idx_q = None
+    if niq:
+        base = nq + 2 * nkv
+        idx_q = norm_rope(heads[:, base : base + niq], idx_q_norm_weight).to(torch.bfloat16)
+        idx_k = norm_rope(heads[:, base + niq : base + niq + 1], idx_k_norm_weight)
+        write_tokens(index_k_cache, slots, idx_k[keep], scale_mode)
+    return q.to(q_dtype), idx_q
