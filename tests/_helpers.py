@@ -1,0 +1,247 @@
+"""Independent test oracles, written from DESIGN.md §3-§5 and docs/api.md, never from the implementation.
+
+- ``scalar_*``: the MXFP4 codec one element / one 32-block at a time in plain Python (the yardstick).
+- ``np_quantize`` / ``np_dequantize``: the same rules vectorised in numpy (checked against the scalar codec in
+  test_format.py), fast enough for the op tests.
+- cache helpers: read / write one token of a raw record tensor ``[pages, heads, 8704]`` by byte offsets.
+- ``attention_rows``: dense fp64 softmax attention per row over dequantized cache tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+import torch
+
+# ---- geometry (DESIGN §2, §4) -------------------------------------------------------------------------------
+D = 128  # head_dim
+PAGE = 128  # tokens per page = tokens per sparse block
+DATA_B = 64  # e2m1 bytes per token-head (128 codes, two per byte)
+SCALE_B = 4  # e8m0 bytes per token-head (one per 32 elements)
+RECORD = PAGE * (DATA_B + SCALE_B)  # 8704 bytes per (page, head)
+BLOCK = 32
+
+E2M1_MAG = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # magnitude of codes 0..7; bit 3 is the sign
+E2M1 = tuple(E2M1_MAG) + tuple(-m for m in E2M1_MAG)  # value of codes 0..15 (code 8 is -0.0)
+
+MODES = ("ceil", "floor", "mse")
+
+
+# ---- scalar codec ---------------------------------------------------------------------------------------------
+def f32(x: float) -> float:
+    """Round a Python float to fp32."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def f32_fields(a: float) -> tuple[int, int]:
+    """(biased exponent E, 23-bit mantissa M) of the fp32 value a."""
+    bits = struct.unpack("<I", struct.pack("<f", a))[0]
+    return (bits >> 23) & 0xFF, bits & 0x7FFFFF
+
+
+def scalar_code(x: float, e: int) -> int:
+    """e2m1 code (0..15) of one element under scale byte e: nearest, ties to even code, saturate at 6."""
+    if math.isnan(x):
+        return 0
+    if math.isinf(x):
+        return 7 if x > 0 else 15
+    v = abs(x) / 2.0 ** (e - 127)  # exact: a power-of-two division of an fp32 value, in fp64
+    # nearest magnitude; on a tie (v exactly halfway) take the even code
+    best = 0
+    for c in range(1, 8):
+        d_new, d_best = abs(v - E2M1_MAG[c]), abs(v - E2M1_MAG[best])
+        if d_new < d_best or (d_new == d_best and c % 2 == 0):
+            best = c
+    if best != 0 and x < 0:
+        best |= 8
+    return best
+
+
+def scalar_deq(code: int, e: int) -> float:
+    """value = e2m1(code) * 2**(e - 127); e == 255 is NaN."""
+    if e == 255:
+        return math.nan
+    return E2M1[code] * 2.0 ** (e - 127)
+
+
+def scalar_block_error(block: list[float], e: int) -> float:
+    """fp64 sum of squared errors over the finite elements of a block encoded with scale byte e."""
+    return sum((x - scalar_deq(scalar_code(x, e), e)) ** 2 for x in block if math.isfinite(x))
+
+
+def scalar_exponents(block: list[float]) -> dict[str, int]:
+    """Scale byte of one 32-block (fp32 values) under each ScaleMode, from the text of DESIGN §3 / api.md."""
+    finite = [abs(x) for x in block if math.isfinite(x)]
+    amax = max(finite, default=0.0)
+    E, M = f32_fields(amax)
+    if E == 0:  # zero or subnormal amax
+        return {m: 1 for m in MODES}
+    clamp = lambda e: min(254, max(1, e))  # noqa: E731
+    floor = clamp(E - 2)
+    ceil = clamp(E - 2 + (1 if M > 0x400000 else 0))
+    ef, ec = scalar_block_error(block, floor), scalar_block_error(block, ceil)
+    return {"floor": floor, "ceil": ceil, "mse": floor if ef < ec else ceil}
+
+
+def scalar_quantize(x: torch.Tensor, mode: str = "ceil") -> tuple[torch.Tensor, torch.Tensor]:
+    """x [..., D] float -> (data uint8 [..., D//2], scale uint8 [..., D//32]); slow, for small inputs."""
+    xs = x.detach().float().cpu()
+    lead, d = tuple(xs.shape[:-1]), xs.shape[-1]
+    flat = xs.reshape(-1, d).tolist()
+    data, scale = [], []
+    for row in flat:
+        codes, es = [], []
+        for b in range(0, d, BLOCK):
+            block = row[b:b + BLOCK]
+            e = scalar_exponents(block)[mode]
+            es.append(e)
+            codes += [scalar_code(v, e) for v in block]
+        data.append([codes[i] | (codes[i + 1] << 4) for i in range(0, d, 2)])
+        scale.append(es)
+    data_t = torch.tensor(data, dtype=torch.uint8).reshape(*lead, d // 2)
+    scale_t = torch.tensor(scale, dtype=torch.uint8).reshape(*lead, d // BLOCK)
+    return data_t, scale_t
+
+
+# ---- vectorised numpy codec (same rules; cross-checked against the scalar one) --------------------------------
+_MAG = np.array(E2M1_MAG, dtype=np.float64)
+_VAL = np.array(E2M1, dtype=np.float64)
+
+
+def _np_codes(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """x fp32 [N, 32], e int [N] -> codes uint8 [N, 32]."""
+    v = np.abs(x.astype(np.float64)) / np.exp2(e.astype(np.float64) - 127)[:, None]
+    with np.errstate(invalid="ignore"):
+        mag = ((v > 0.25).astype(np.int64) + (v >= 0.75) + (v > 1.25) + (v >= 1.75) + (v > 2.5) + (v >= 3.5)
+               + (v > 5.0))
+    mag = np.where(np.isnan(x), 0, mag)
+    mag = np.where(np.isinf(x), 7, mag)
+    sign = (x < 0) & (mag != 0)
+    return (mag | (sign.astype(np.int64) << 3)).astype(np.uint8)
+
+
+def _np_sq_err(x: np.ndarray, codes: np.ndarray, e: np.ndarray) -> np.ndarray:
+    deq = _VAL[codes] * np.exp2(e.astype(np.float64) - 127)[:, None]
+    fin = np.isfinite(x)
+    with np.errstate(invalid="ignore"):
+        err = np.where(fin, (x.astype(np.float64) - deq) ** 2, 0.0)
+    return err.sum(axis=1)
+
+
+def np_quantize(x, mode: str = "ceil") -> tuple[torch.Tensor, torch.Tensor]:
+    """x [..., D] (torch or numpy, any float) -> (data uint8 [..., D//2], scale uint8 [..., D//32]) as torch."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().float().cpu().numpy()
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    lead, d = x.shape[:-1], x.shape[-1]
+    xb = x.reshape(-1, BLOCK)
+    a = np.where(np.isfinite(xb), np.abs(xb), np.float32(0))
+    amax = a.max(axis=1) if xb.shape[0] else np.zeros(0, np.float32)
+    bits = amax.astype(np.float32).view(np.uint32).astype(np.int64)
+    E, M = (bits >> 23) & 0xFF, bits & 0x7FFFFF
+    floor = np.clip(E - 2, 1, 254)
+    ceil = np.clip(E - 2 + (M > 0x400000), 1, 254)
+    if mode == "floor":
+        e = floor
+    elif mode == "ceil":
+        e = ceil
+    else:
+        ef = _np_sq_err(xb, _np_codes(xb, floor), floor)
+        ec = _np_sq_err(xb, _np_codes(xb, ceil), ceil)
+        e = np.where(ef < ec, floor, ceil)
+    codes = _np_codes(xb, e).reshape(-1, d)
+    data = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    return (torch.from_numpy(data.reshape(*lead, d // 2).copy()),
+            torch.from_numpy(e.astype(np.uint8).reshape(*lead, d // BLOCK).copy()))
+
+
+def np_dequantize(data, scale) -> np.ndarray:
+    """(data uint8 [..., D//2], scale uint8 [..., D//32]) -> fp64 [..., D]; scale 255 gives NaN."""
+    data = np.asarray(data.cpu() if isinstance(data, torch.Tensor) else data, dtype=np.uint8)
+    scale = np.asarray(scale.cpu() if isinstance(scale, torch.Tensor) else scale, dtype=np.uint8)
+    codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(*data.shape[:-1], data.shape[-1] * 2)
+    s = np.exp2(scale.astype(np.float64) - 127)
+    s = np.where(scale == 255, np.nan, s)
+    return _VAL[codes] * np.repeat(s, BLOCK, axis=-1)
+
+
+# ---- raw cache records [pages, heads, 8704] -------------------------------------------------------------------
+def token_bytes(records: torch.Tensor, page: int, head: int, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(data [64], scale [4]) uint8 of one token-head, located by byte offsets of DESIGN §4."""
+    rec = records[page, head]
+    return rec[offset * DATA_B:(offset + 1) * DATA_B], rec[PAGE * DATA_B + offset * SCALE_B:
+                                                          PAGE * DATA_B + (offset + 1) * SCALE_B]
+
+
+def put_token(records: torch.Tensor, page: int, head: int, offset: int, data: torch.Tensor,
+              scale: torch.Tensor) -> None:
+    d, s = token_bytes(records, page, head, offset)
+    d.copy_(data)
+    s.copy_(scale)
+
+
+def folded_tokens(records: torch.Tensor, folded_page: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(data [128, 64], scale [128, 4]) of folded page id ``page*heads + head`` (record index in memory order)."""
+    rec = records.reshape(-1, RECORD)[folded_page]
+    return rec[:PAGE * DATA_B].reshape(PAGE, DATA_B), rec[PAGE * DATA_B:].reshape(PAGE, SCALE_B)
+
+
+def random_codes(gen: torch.Generator, n: int, lo: int = 122, hi: int = 132) -> tuple[torch.Tensor, torch.Tensor]:
+    """n valid token-heads: every data byte random (all 16 codes), scales in [lo, hi]."""
+    data = torch.randint(0, 256, (n, DATA_B), generator=gen, dtype=torch.int32).to(torch.uint8)
+    scale = torch.randint(lo, hi + 1, (n, SCALE_B), generator=gen, dtype=torch.int32).to(torch.uint8)
+    return data, scale
+
+
+def garbage_records(gen: torch.Generator, pages: int, heads: int) -> torch.Tensor:
+    """Records full of poison: random codes with scales 255 (NaN), 254 (6*2**127 = Inf in fp32) and 0."""
+    rec = torch.randint(0, 256, (pages, heads, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
+    sc = rec[:, :, PAGE * DATA_B:]
+    choice = torch.randint(0, 3, sc.shape, generator=gen)
+    sc.copy_(torch.where(choice == 0, 255, torch.where(choice == 1, 254, 0)).to(torch.uint8))
+    return rec
+
+
+# ---- attention oracle on dequantized cache tokens -------------------------------------------------------------
+def gather_row_tokens(records: torch.Tensor, table_row: list[int], length: int) -> np.ndarray:
+    """fp64 [length, 128]: token t at folded page table_row[t // 128], offset t % 128."""
+    out = np.zeros((length, D), dtype=np.float64)
+    for blk in range((length + PAGE - 1) // PAGE):
+        data, scale = folded_tokens(records, table_row[blk])
+        n = min(PAGE, length - blk * PAGE)
+        out[blk * PAGE:blk * PAGE + n] = np_dequantize(data[:n], scale[:n])
+    return out
+
+
+def attention_rows(q: np.ndarray, k_records, v_records, tables, lens, softmax_scale: float) -> np.ndarray:
+    """q fp64 [R, G, D]; tables [R, W]; lens [R] -> fp64 [R, G, D]; rows with length 0 are zeros."""
+    tables = [list(map(int, row)) for row in torch.as_tensor(tables).tolist()]
+    lens = [int(x) for x in torch.as_tensor(lens).tolist()]
+    out = np.zeros(q.shape, dtype=np.float64)
+    for r, (row, n) in enumerate(zip(tables, lens)):
+        if n == 0:
+            continue
+        k = gather_row_tokens(k_records, row, n)
+        v = gather_row_tokens(v_records, row, n)
+        s = (q[r] @ k.T) * softmax_scale  # [G, n]
+        s -= s.max(axis=1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=1, keepdims=True)
+        out[r] = p @ v
+    return out
+
+
+def records_of(cache) -> torch.Tensor:
+    """The raw uint8 records of an MXFP4PageCache or a records tensor."""
+    return cache.records if hasattr(cache, "records") else cache
+
+
+def err_names(excinfo, *names: str) -> str:
+    """The exception message; asserts it names every one of ``names`` and reads '... got ...'."""
+    msg = str(excinfo.value)
+    for n in names:
+        assert n in msg, f"error message does not name {n!r}: {msg!r}"
+    assert "got" in msg, f"error message does not give the actual value: {msg!r}"
+    return msg
