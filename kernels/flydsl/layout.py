@@ -1,0 +1,168 @@
+"""Every index map of the gfx950 pa_decode kernel, as plain integer functions.
+
+The kernel (``pa_decode_kernel.py``) calls these same functions while it is traced, with FlyDSL ``Int32``
+values for ``lane`` / ``token``; the host emulator (``emulate.py``) and the CPU tests call them with Python
+ints. Only ``+ * & >> <<`` and Python-int constants are used, so both readings are the same arithmetic: what
+the tests check on the host is what the kernel computes on the device.
+
+Record (DESIGN §4): per (page, head) 8704 B = ``[128 tokens x 64 B e2m1 codes][128 tokens x 4 B e8m0 scales]``;
+code byte ``b`` of a token holds elements ``2b`` (low nibble) and ``2b + 1`` (high nibble); scale byte ``k``
+covers elements ``32k .. 32k + 31``.
+
+Work split: one workgroup = 4 waves x 64 lanes per (row, KV split). Wave ``w`` takes the 64-token tiles
+``w, w + 4, w + 8, ...`` of its split; a tile never crosses a page (128 = 2 tiles). Per lane, ``c = lane & 15``
+and ``g = lane >> 4``.
+
+MFMA operand conventions assumed (CDNA4 ISA, wave64; ``e`` = element index inside the lane's operand):
+  v_mfma_scale_f32_16x16x128_f8f6f4: A row ``c``, B column ``c``, both k = ``32 g + e`` (e < 32); the lane's
+    scale byte covers its 32 k; D[4 g + i][c] in result register i.
+  v_mfma_f32_16x16x32_bf16:          A row ``c``, B column ``c``, both k = ``8 g + e`` (e < 8); D as above.
+Both products only need A's and B's k to agree, so the token order inside a PV step is free: we pick the one
+that lets each lane feed P straight from its own QK result registers (``pv_token``).
+"""
+
+from __future__ import annotations
+
+import math
+
+PAGE_SIZE = 128
+HEAD_DIM = 128
+DATA_BYTES = 64  # e2m1 codes per token
+SCALE_BYTES = 4  # e8m0 per token
+SCALE_OFFSET = PAGE_SIZE * DATA_BYTES  # 8192: the scales follow the 128 code rows
+RECORD_BYTES = PAGE_SIZE * (DATA_BYTES + SCALE_BYTES)  # 8704
+E8M0_ONE = 127  # e8m0 code of 1.0
+
+WAVE = 64
+WAVES = 4
+THREADS = WAVE * WAVES
+TILE = 64  # tokens per wave iteration
+QK_SUBTILES = TILE // 16  # 4 scaled MFMAs (16 tokens x 16 heads x k=128) per tile
+PV_STEPS = TILE // 32  # 2 bf16 MFMA k-steps (32 tokens) per tile
+D_TILES = HEAD_DIM // 16  # 8 output tiles of 16 dims
+MAX_GROUP = 16
+E4M3_MAX = 448.0
+LOG2E = 1.4426950408889634
+
+# Wave-private LDS: V of one tile widened to bf16 and transposed, [128 d][64 tokens], rows padded to 136 B
+# (8 B aligned for ds_write_b64/ds_read_b64). After the loop the same bytes hold the wave's partial O [16 h][128 d]
+# fp32 (8192 B), then m [16] and l [16] fp32.
+VT_STRIDE = TILE * 2 + 8  # 136
+WAVE_LDS_BYTES = HEAD_DIM * VT_STRIDE  # 17408
+LDS_BYTES = WAVES * WAVE_LDS_BYTES  # 69632
+O_PART_BYTES = MAX_GROUP * HEAD_DIM * 4  # 8192
+M_OFFSET = O_PART_BYTES
+L_OFFSET = O_PART_BYTES + MAX_GROUP * 4
+assert L_OFFSET + MAX_GROUP * 4 <= WAVE_LDS_BYTES
+
+# fp4 (e2m1) element order inside one 32-bit word fed to v_cvt_scalef32_pk_bf16_fp4 with byte select k:
+# result bf16 [0] = element 2k (low nibble), [1] = element 2k + 1 (high nibble).
+
+
+# ---- lanes ---------------------------------------------------------------------------------------------------
+def lane_c(lane):
+    return lane & 15
+
+
+def lane_g(lane):
+    return lane >> 4
+
+
+# ---- QK: A = K tile (fp4 + e8m0), B = Q^T (e4m3) ---------------------------------------------------------------
+def k_token(j, lane):
+    """Tile-relative token whose K row lane ``lane`` feeds as A row for QK sub-tile ``j`` (0..3)."""
+    return 16 * j + lane_c(lane)
+
+
+def k_data_offset(token_in_page, lane):
+    """Byte offset in the record of the 16 code bytes (k = 32 g .. 32 g + 31) the lane loads for one token."""
+    return token_in_page * DATA_BYTES + 16 * lane_g(lane)
+
+
+def k_scale_offset(token_in_page, lane):
+    """Byte offset in the record of the e8m0 scale of that 32-element block."""
+    return SCALE_OFFSET + token_in_page * SCALE_BYTES + lane_g(lane)
+
+
+def q_head(lane):
+    """Query head (B column) of the lane; heads >= group feed zeros and are never stored."""
+    return lane_c(lane)
+
+
+def q_dim0(lane):
+    """First of the 32 head dims (k) the lane holds in the Q operand."""
+    return 32 * lane_g(lane)
+
+
+def s_token(j, lane, i):
+    """Tile-relative token of result register ``i`` of QK sub-tile ``j`` (head = q_head(lane))."""
+    return 16 * j + 4 * lane_g(lane) + i
+
+
+# ---- V: loaded 4 tokens x 32 dims per lane, widened to bf16, stored transposed -------------------------------
+def v_block(lane):
+    """Scale block (32 dims: 32 cb .. 32 cb + 31) the lane loads."""
+    return lane & 3
+
+
+def v_token(lane, u):
+    """Tile-relative token of the lane's ``u``-th (0..3) V load."""
+    return 4 * (lane >> 2) + u
+
+
+def v_data_offset(token_in_page, lane):
+    return token_in_page * DATA_BYTES + 16 * v_block(lane)
+
+
+def v_scale_offset(token_in_page, lane):
+    return SCALE_OFFSET + token_in_page * SCALE_BYTES + v_block(lane)
+
+
+def vt_offset(dim, token):
+    """Byte offset of V^T[dim][token] (bf16) in the wave's LDS region."""
+    return dim * VT_STRIDE + 2 * token
+
+
+# ---- PV: A = V^T (bf16, from LDS), B = P^T (bf16, from the lane's own QK registers) --------------------------
+def pv_token(step, lane, e):
+    """Tile-relative token in k-slot ``e`` (0..7) of PV step ``step`` for this lane.
+
+    Slots 0..3 are QK sub-tile 2*step, registers 0..3; slots 4..7 are sub-tile 2*step + 1: the same lane's
+    registers, so P needs no cross-lane move.
+    """
+    return 32 * step + 4 * lane_g(lane) + (e & 3) + 16 * (e >> 2)
+
+
+def pv_dim(d_tile, lane):
+    """Head dim (A row) the lane reads from V^T for output tile ``d_tile``."""
+    return 16 * d_tile + lane_c(lane)
+
+
+def o_dim(d_tile, lane, i):
+    """Head dim of result register ``i`` of output tile ``d_tile`` (head = q_head(lane))."""
+    return 16 * d_tile + 4 * lane_g(lane) + i
+
+
+# ---- epilogue: thread t of the workgroup combines 8 dims of one head -----------------------------------------
+def epilogue_head(thread):
+    return thread >> 4
+
+
+def epilogue_dim0(thread):
+    return 8 * (thread & 15)
+
+
+# ---- host-side planning ------------------------------------------------------------------------------------
+def choose_splits(num_rows: int, max_table_width: int, num_cus: int = 256, waves_per_cu: int = 2):
+    """(num_splits, partition_tokens) for a batch: fill about ``num_cus * waves_per_cu`` workgroups.
+
+    A partition is a multiple of the workgroup's 4 x 64-token step, so every wave of a full partition has work;
+    one split is the direct path (no workspace, no merge).
+    """
+    step = WAVES * TILE
+    max_tokens = max(1, max_table_width) * PAGE_SIZE
+    max_splits = math.ceil(max_tokens / step)
+    wanted = math.ceil(num_cus * waves_per_cu / max(1, num_rows))
+    splits = max(1, min(max_splits, wanted))
+    partition = math.ceil(math.ceil(max_tokens / splits) / step) * step
+    return math.ceil(max_tokens / partition), partition
