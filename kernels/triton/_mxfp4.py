@@ -1,0 +1,194 @@
+"""MXFP4 device helpers shared by the Triton kernels (DESIGN §3/§4 made exact, see docs/api.md "Codec arithmetic").
+
+Cache record of one (page, head): ``[128 tokens x 64 B e2m1 codes][128 tokens x 4 B e8m0 scales]`` = 8704 B.
+Element ``d`` of a token lives in byte ``d // 2`` (low nibble = even ``d``), its scale is byte ``d // 32``.
+
+Tensors here are kept as *pairs* (even elements, odd elements) shaped ``[4, 16]``: row = 32-block, column = byte
+inside the block; that way one byte is ``even | odd << 4`` with no reshape and the 32-block reduction is ``axis=1``.
+"""
+
+import triton
+import triton.language as tl
+
+PAGE_SIZE = 128
+HEAD_DIM = 128
+DATA_BYTES = 64  # e2m1 bytes per token-head
+SCALE_BYTES = 4  # e8m0 bytes per token-head
+SCALE_OFFSET = PAGE_SIZE * DATA_BYTES  # 8192: where the scale bytes of a record start
+RECORD_BYTES = PAGE_SIZE * (DATA_BYTES + SCALE_BYTES)  # 8704
+
+SCALE_MODE_IDS = {"floor": 0, "ceil": 1, "mse": 2}  # constexpr ids of ScaleMode
+
+
+# ---- quantize (writer side) -------------------------------------------------------------------------------------
+@triton.jit
+def _pow2_f64(k):
+    """Exact 2**k as fp64 for integer k in [-1022, 1023] (built from bits, no exp2 rounding)."""
+    return ((k + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+
+
+@triton.jit
+def _magnitude_code(x, e):
+    """x fp32 [4, 16], e int32 [4] (scale bytes, in [1, 254]) -> e2m1 code int32 [4, 16] (sign in bit 3).
+
+    v = |x| / 2**(e - 127) exactly (fp64); nearest code, ties to the even code, saturate at 6; NaN -> 0; Inf -> 7.
+    """
+    v = tl.abs(x).to(tl.float64) * _pow2_f64(127 - e)[:, None]
+    v = tl.where(v == v, v, 0.0)  # NaN -> code 0; +Inf compares above every threshold -> 7
+    mag = ((v > 0.25).to(tl.int32) + (v >= 0.75).to(tl.int32) + (v > 1.25).to(tl.int32)
+           + (v >= 1.75).to(tl.int32) + (v > 2.5).to(tl.int32) + (v >= 3.5).to(tl.int32) + (v > 5.0).to(tl.int32))
+    negative = (x < 0) & (mag != 0)
+    return mag | (negative.to(tl.int32) << 3)
+
+
+@triton.jit
+def _code_value_f64(code, e):
+    """e2m1 code int32 [4, 16] under scale byte e [4] -> exact value fp64 [4, 16]."""
+    mag = code & 7
+    # magnitude 2**((m >> 1) - 1) * (1 + (m & 1) / 2) for m >= 2, 0.5 for m == 1, 0 for m == 0
+    big = _pow2_f64((mag >> 1) - 1) * (1.0 + 0.5 * (mag & 1).to(tl.float64))
+    value = tl.where(mag >= 2, big, tl.where(mag == 1, 0.5, 0.0))
+    value = tl.where((code & 8) != 0, -value, value)
+    return value * _pow2_f64(e - 127)[:, None]
+
+
+@triton.jit
+def _block_sq_error(x_even, x_odd, e):
+    """fp64 sum over the finite elements of (x - deq(code(x)))**2 per 32-block -> [4]."""
+    ce = _magnitude_code(x_even, e)
+    co = _magnitude_code(x_odd, e)
+    de = x_even.to(tl.float64) - _code_value_f64(ce, e)
+    do = x_odd.to(tl.float64) - _code_value_f64(co, e)
+    fe = tl.abs(x_even) < float("inf")  # finite (NaN compares false)
+    fo = tl.abs(x_odd) < float("inf")
+    err = tl.where(fe, de * de, 0.0) + tl.where(fo, do * do, 0.0)
+    return tl.sum(err, axis=1)
+
+
+@triton.jit
+def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
+    """One token-head row as (even, odd) fp32 [4, 16] -> (data bytes uint8 [4, 16], scale bytes uint8 [4]).
+
+    Scale rule (ScaleMode): amax over finite values; E/M = fp32 exponent/mantissa fields of amax;
+    FLOOR e = E - 2, CEIL e = E - 2 + (M > 0x400000), MSE = the smaller fp64 squared error (ties to CEIL);
+    e clamped to [1, 254].
+    """
+    a_even = tl.abs(x_even)
+    a_odd = tl.abs(x_odd)
+    a_even = tl.where(a_even < float("inf"), a_even, 0.0)
+    a_odd = tl.where(a_odd < float("inf"), a_odd, 0.0)
+    amax = tl.max(tl.maximum(a_even, a_odd), axis=1)  # [4] fp32
+    bits = amax.to(tl.int32, bitcast=True)
+    exp_field = (bits >> 23) & 0xFF
+    mantissa = bits & 0x7FFFFF
+    e_floor = tl.minimum(tl.maximum(exp_field - 2, 1), 254)
+    e_ceil = tl.minimum(tl.maximum(exp_field - 2 + (mantissa > 0x400000).to(tl.int32), 1), 254)
+    if SCALE_MODE == 0:
+        e = e_floor
+    elif SCALE_MODE == 1:
+        e = e_ceil
+    else:
+        err_floor = _block_sq_error(x_even, x_odd, e_floor)
+        err_ceil = _block_sq_error(x_even, x_odd, e_ceil)
+        e = tl.where(err_floor < err_ceil, e_floor, e_ceil)
+    code_even = _magnitude_code(x_even, e)
+    code_odd = _magnitude_code(x_odd, e)
+    data = (code_even | (code_odd << 4)).to(tl.uint8)
+    return data, e.to(tl.uint8)
+
+
+# ---- dequantize (reader side) -----------------------------------------------------------------------------------
+@triton.jit
+def e2m1_unscaled(nibble):
+    """4-bit e2m1 codes (any int tensor, values 0..15) -> their values as fp32, exactly.
+
+    The code's bits ``s ee m`` are placed into an fp16 (sign -> bit 15, ``ee m`` -> bits 11..9), which reads as
+    ``e2m1 * 2**-14`` for every code (code 1 lands on the fp16 subnormal 2**-15); the fp16 -> fp32 conversion is
+    exact and the final multiply by 2**14 is exact.
+    """
+    n = nibble.to(tl.int16)
+    bits = ((n & 7) << 9) | ((n & 8) << 12)
+    return bits.to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+
+
+@triton.jit
+def e8m0_value(scale_byte):
+    """e8m0 bytes -> 2**(e - 127) fp32 (e in [1, 254] exact; 255 -> Inf; 0 -> 0; never fed by writers)."""
+    return (scale_byte.to(tl.int32) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr):
+    """Dequantize BLOCK_N tokens of one record.
+
+    record_ptr: uint8 pointer to the record start (int64 offsets already applied); token [BLOCK_N] int32 offsets
+    in the page (0..127); mask [BLOCK_N] (False -> the token's bytes are never read, its values are 0).
+    Returns values [BLOCK_N, 128] fp32 in element order.
+    """
+    block = tl.arange(0, 4)
+    byte = tl.arange(0, 16)
+    data_ptr = record_ptr + token[:, None, None] * DATA_BYTES + block[None, :, None] * 16 + byte[None, None, :]
+    data = tl.load(data_ptr, mask=mask[:, None, None], other=0)  # [N, 4, 16] uint8
+    scale_ptr = record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + block[None, :]
+    scale = e8m0_value(tl.load(scale_ptr, mask=mask[:, None], other=0))  # [N, 4] fp32
+    low = e2m1_unscaled(data & 0xF) * scale[:, :, None]
+    high = e2m1_unscaled(data >> 4) * scale[:, :, None]
+    values = tl.join(low, high)  # [N, 4, 16, 2]: element d = 32 * block + 2 * byte + nibble
+    return tl.reshape(values, (BLOCK_N, HEAD_DIM))
+
+
+# ---- rounding ---------------------------------------------------------------------------------------------------
+@triton.jit
+def to_bf16_rne(x):
+    """fp32 -> bf16, round to nearest even, from bits (Inf stays Inf, NaN stays NaN).
+
+    Written out because the Triton interpreter (TRITON_INTERPRET=1, the CPU tests) truncates in ``.to(bf16)``;
+    on the GPU this is the same rounding as the hardware conversion.
+    """
+    bits = x.to(tl.int32, bitcast=True)
+    rounded = (bits + (0x7FFF + ((bits >> 16) & 1))) >> 16
+    rounded = tl.where(x != x, 0x7FC0, rounded)
+    return rounded.to(tl.int16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def to_e4m3_rne(x):
+    """fp32 -> float8_e4m3fn, round to nearest even, saturating at +-448 (Inf too), NaN -> NaN; from bits.
+
+    Same results as torch's ``.to(torch.float8_e4m3fn)``; written out for the same interpreter reason as above.
+    """
+    a = tl.abs(x)
+    bits = a.to(tl.int32, bitcast=True)
+    normal = ((bits + (0x7FFFF + ((bits >> 20) & 1))) >> 20) - (120 << 3)  # a >= 2**-6: rebias 127 -> 7
+    subnormal = ((a * 512.0 + 8388608.0) - 8388608.0).to(tl.int32)  # a < 2**-6: round(a / 2**-9), 0..8
+    code = tl.where(a >= 0.015625, normal, subnormal)
+    code = tl.minimum(code, 0x7E)
+    code = tl.where(a != a, 0x7F, code)
+    sign = (x.to(tl.int32, bitcast=True) >> 24) & 0x80
+    return (code | sign).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
+def to_output(x, dtype: tl.constexpr):
+    """fp32 -> bf16 or float8_e4m3fn with round-to-nearest-even."""
+    if dtype == tl.bfloat16:
+        return to_bf16_rne(x)
+    else:
+        tl.static_assert(dtype == tl.float8e4nv, "outputs are bf16 or float8_e4m3fn")
+        return to_e4m3_rne(x)
+
+
+@triton.jit
+def mma_operand(x, MMA_BF16: tl.constexpr):
+    """A tl.dot operand holding bf16 values: bf16 on the GPU (tensor cores, fp32 accumulate); under the interpreter
+    the same bf16-rounded values kept in fp32, because the interpreter multiplies bf16 bit patterns as integers."""
+    if MMA_BF16:
+        return x.to(tl.bfloat16)
+    else:
+        return to_bf16_rne(x.to(tl.float32)).to(tl.float32)
+
+
+def mma_bf16() -> bool:
+    """True unless running under the Triton interpreter (TRITON_INTERPRET=1)."""
+    import os
+    return os.environ.get("TRITON_INTERPRET") != "1"

@@ -1,0 +1,166 @@
+"""index_topk (Triton): score every 128-token KV block with the index query, force init/local blocks, keep top-k.
+
+``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized K, fp32 sums of
+bf16 x e2m1 products). Two launches:
+1. ``_score_kernel`` grid (rows, block chunks): one dequantized index-K page per step, one ``tl.dot`` for all
+   index heads of the row; writes scores [niq, R, max_blocks] fp32 for blocks <= the row's own block only;
+   forced blocks are not read: init blocks (b < init_blocks) score 1e30, the ``local_blocks`` blocks ending at
+   the own block score 1e29 (init wins where both apply, as in the torch backend).
+2. ``_select_kernel`` grid (rows, niq): ``min(topk, own_block + 1)`` rounds of one int64 max over packed
+   (monotone score bits << 32 | (max_blocks - block)) keys, so a tie goes to the smaller block id; the chosen
+   ids are written ascending by rank (prefix count), padding -1.
+Sentinels: 1e30 / 1e29 forced scores, -1 padding. Not checked at run time: block_table entries in range.
+"""
+
+from dataclasses import dataclass
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from atom_mxfp4.errors import expect
+
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand
+
+INIT_SCORE = 1e30
+LOCAL_SCORE = 1e29
+BLOCK_H = 16  # index heads per dot (padded; niq <= 16)
+
+
+@triton.jit
+def _score_kernel(
+    idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, scores_ptr,
+    num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
+    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    head = tl.arange(0, BLOCK_H)
+    dim = tl.arange(0, HEAD_DIM)
+    head_ok = head < num_heads
+    request = tl.load(row_request_ptr + row).to(tl.int64)
+    position = tl.load(row_position_ptr + row)
+    own_block = position // PAGE_SIZE
+    q = tl.load(idx_q_ptr + (row * num_heads + head[:, None]) * HEAD_DIM + dim[None, :], mask=head_ok[:, None],
+                other=0.0)
+    q = mma_operand(q.to(tl.float32), MMA_BF16)
+    out_ptr = scores_ptr + (head * num_rows + row) * max_blocks  # [BLOCK_H] pointers of scores[h, row, :]
+    token_in_tile = tl.arange(0, BLOCK_N)
+    first = chunk * blocks_per_program
+    for i in range(0, blocks_per_program):
+        blk = first + i
+        if blk <= own_block:
+            is_init = blk < init_blocks
+            is_local = blk > own_block - local_blocks
+            if is_init | is_local:
+                score = tl.full([BLOCK_H], LOCAL_SCORE, tl.float32)
+                score = tl.where(is_init, INIT_SCORE, score)
+            else:
+                page = tl.load(block_table_ptr + request * table_stride + blk).to(tl.int64)
+                record = index_k_ptr + page * RECORD_BYTES
+                score = tl.full([BLOCK_H], float("-inf"), tl.float32)
+                for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
+                    offset = t + token_in_tile
+                    visible = blk * PAGE_SIZE + offset <= position
+                    k = load_tokens(record, offset, visible, BLOCK_N)  # [N, D] fp32
+                    s = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))  # [BLOCK_H, N] fp32
+                    s = tl.where(visible[None, :], s, float("-inf"))
+                    score = tl.maximum(score, tl.max(s, axis=1))
+            tl.store(out_ptr + blk, score, mask=head_ok)
+
+
+@triton.jit
+def _select_kernel(
+    scores_ptr, row_position_ptr, out_ptr, num_rows, max_blocks,
+    TOPK: tl.constexpr, TOPK_POW2: tl.constexpr, BLOCKS_POW2: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1).to(tl.int64)
+    position = tl.load(row_position_ptr + row)
+    own_block = position // PAGE_SIZE
+    blk = tl.arange(0, BLOCKS_POW2)
+    valid = (blk <= own_block) & (blk < max_blocks)
+    score = tl.load(scores_ptr + (head * num_rows + row) * max_blocks + blk, mask=valid, other=0.0)
+    # monotone int key of the fp32 score (larger score -> larger key), then the block id in the low half with
+    # smaller ids larger, so one max picks the best score and, on a tie, the smallest block
+    score = score + 0.0  # -0.0 -> +0.0 (they tie in the torch backend's sort)
+    bits = score.to(tl.int32, bitcast=True)
+    ordered = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF).to(tl.int64)
+    key = (ordered << 32) | (max_blocks - blk).to(tl.int64)
+    NONE: tl.constexpr = -9223372036854775807 - 1
+    key = tl.where(valid, key, NONE)
+    count = tl.minimum(own_block + 1, TOPK)
+    chosen = blk < 0  # all False
+    for j in tl.static_range(TOPK):
+        best = tl.max(key, axis=0)
+        pick = (key == best) & (j < count)
+        chosen = chosen | pick
+        key = tl.where(pick, NONE, key)
+    # ascending output: rank of a chosen block = number of chosen blocks before it
+    rank = tl.cumsum(chosen.to(tl.int32), axis=0) - 1
+    base = out_ptr + (head * num_rows + row) * TOPK
+    tl.store(base + rank, blk.to(tl.int32), mask=chosen)
+    slot = tl.arange(0, TOPK_POW2)
+    tl.store(base + slot, tl.full([TOPK_POW2], -1, tl.int32), mask=(slot >= count) & (slot < TOPK))
+
+
+# ---- tuning -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IndexConfig:
+    block_n: int = 64  # tokens per dot inside a page
+    score_warps: int = 4
+    select_warps: int = 4
+    blocks_per_program: int | None = None  # None: the heuristic below
+
+
+@functools.cache
+def _num_sms(device_index: int) -> int:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return 4
+
+
+def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device) -> int:
+    """Blocks scored per program: about 8 programs per SM over the whole (rows x blocks) grid, at most 64."""
+    sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
+    want = max(1, (num_rows * max_blocks) // (8 * sms))
+    return min(64, max_blocks, triton.next_power_of_2(want))
+
+
+def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
+               config=None):
+    # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8; block_table [B, max_blocks] i32; row_* [R] i32
+    # ---- validate (launch invariants)
+    rows, heads, _ = idx_q.shape
+    expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {BLOCK_H}", heads)
+    expect(idx_q.is_contiguous() and block_table.is_contiguous(), "idx_q / block_table", "contiguous",
+           f"strides {idx_q.stride()} / {block_table.stride()}")
+    expect(index_k_cache.is_contiguous() and index_k_cache.shape[1:] == (1, RECORD_BYTES), "index_k_cache",
+           f"contiguous [pages, 1, {RECORD_BYTES}]", list(index_k_cache.shape))
+    # ---- flatten
+    max_blocks = block_table.shape[1]
+    device = idx_q.device
+    # ---- allocate
+    out = torch.empty(heads, rows, topk, dtype=torch.int32, device=device)
+    # ---- early return
+    if rows == 0 or heads == 0:
+        return out
+    if max_blocks == 0:
+        return out.fill_(-1)
+    scores = torch.empty(heads, rows, max_blocks, dtype=torch.float32, device=device)
+    # ---- tuning
+    cfg = config or IndexConfig()
+    per_program = cfg.blocks_per_program or blocks_per_program_for(rows, max_blocks, device)
+    # ---- launch
+    _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
+        idx_q, index_k_cache, block_table, row_request, row_position, scores,
+        rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
+        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), num_warps=cfg.score_warps,
+    )
+    _select_kernel[(rows, heads)](
+        scores, row_position, out, rows, max_blocks,
+        TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), BLOCKS_POW2=triton.next_power_of_2(max_blocks),
+        num_warps=cfg.select_warps,
+    )
+    return out

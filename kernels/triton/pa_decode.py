@@ -1,0 +1,217 @@
+"""pa_decode (Triton): paged attention of one query token per row over MXFP4 K/V, GQA group <= 16 per program.
+
+Row r (one KV head, heads folded into pages) attends over tokens t < context_lens[r]; token t is at folded page
+``tables[r, t // 128]`` (record ``page * 8704`` bytes into the cache), offset ``t % 128``.
+Sentinels / guarantees:
+- tokens t >= context_lens[r] are never loaded (masked loads), so NaN / Inf / scale 255 there cannot reach ``out``;
+  table entries past ``ceil(context_lens[r] / 128)`` are never read (they may be 0 or garbage);
+- ``context_lens[r] == 0`` writes zeros.
+Two paths, one kernel: *split-KV* (grid rows x splits, each split a run of pages, partial (out, lse) in the plan's
+workspace, then an LSE merge) when rows are few; *direct* (one program per row, bf16 written at once) when many.
+The split count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA graph.
+Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
+"""
+
+from dataclasses import dataclass, replace
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from atom_mxfp4.errors import expect
+
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, to_bf16_rne
+
+BLOCK_H = 16  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _pa_decode_kernel(
+    out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
+    part_out_ptr, part_lse_ptr,
+    table_stride, group, pages_per_split, num_splits, logit_scale,
+    HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
+):
+    tl.static_assert(PAGE_SIZE % BLOCK_N == 0)
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    head = tl.arange(0, BLOCK_H)
+    dim = tl.arange(0, HEAD_DIM)
+    head_ok = head < group
+    context = tl.load(context_lens_ptr + row)
+    num_pages = tl.cdiv(context, PAGE_SIZE)
+    page_begin = split * pages_per_split
+    page_end = tl.minimum(page_begin + pages_per_split, num_pages)
+
+    # q [BLOCK_H, D] bf16 (e4m3 widened exactly); logits in log2 units: q.k * softmax_scale * query_scale * log2(e)
+    q = tl.load(q_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], mask=head_ok[:, None], other=0.0)
+    q = mma_operand(q.to(tl.float32), MMA_BF16)
+    scale = logit_scale
+    if HAS_QUERY_SCALE:
+        scale = scale * tl.load(query_scale_ptr + row)
+
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
+    token_in_tile = tl.arange(0, BLOCK_N)
+    TILES_PER_PAGE: tl.constexpr = PAGE_SIZE // BLOCK_N
+    for tile in range(page_begin * TILES_PER_PAGE, page_end * TILES_PER_PAGE):
+        page_index = tile // TILES_PER_PAGE
+        page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
+        offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
+        valid = page_index * PAGE_SIZE + offset < context
+        k = load_tokens(k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N)  # [N, D] fp32, 0 where invalid
+        logits = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16))) * scale  # [BLOCK_H, N]
+        logits = tl.where(valid[None, :], logits, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(logits, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(logits - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N)
+        acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
+        m_i = m_new
+
+    has_tokens = l_i > 0.0
+    out = acc / tl.where(has_tokens, l_i, 1.0)[:, None]  # rows / splits with no token: 0
+    if SPLIT:
+        lse = tl.where(has_tokens, m_i + tl.log2(tl.where(has_tokens, l_i, 1.0)), float("-inf"))
+        base = (row * num_splits + split) * BLOCK_H
+        tl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
+        tl.store(part_lse_ptr + base + head, lse)
+    else:
+        tl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], to_bf16_rne(out),
+                 mask=head_ok[:, None])
+
+
+@triton.jit
+def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
+    """out[r] = sum_s w_s * part_out[r, s] with w_s = 2**(lse_s - max lse) / sum; all -inf (no token) -> 0."""
+    row = tl.program_id(0).to(tl.int64)
+    head = tl.arange(0, BLOCK_H)
+    dim = tl.arange(0, HEAD_DIM)
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
+    for split in range(num_splits):
+        base = (row * num_splits + split) * BLOCK_H
+        lse = tl.load(part_lse_ptr + base + head)
+        m_new = tl.maximum(m_i, lse)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_safe)
+        w = tl.exp2(lse - m_safe)
+        part = tl.load(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :])
+        acc = acc * alpha[:, None] + part * w[:, None]
+        l_i = l_i * alpha + w
+        m_i = m_new
+    out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], to_bf16_rne(out),
+             mask=(head < group)[:, None])
+
+
+# ---- tuning -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodeConfig:
+    block_n: int = 64  # tokens per tile (divides 128)
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.cache
+def _num_sms(device_index: int) -> int:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return 4  # interpreter: small, so CPU tests exercise the split path
+
+
+def decode_config(num_rows: int, group: int) -> DecodeConfig:
+    """Frozen tuning for the decode hot path (no autotune: a config never depends on a sequence length)."""
+    return DecodeConfig()
+
+
+def num_splits_for(num_rows: int, max_table_width: int, device: torch.device) -> int:
+    """Splits per row: enough programs for ~2 waves of the SMs when rows are few; 1 (direct path) when many."""
+    sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
+    if num_rows == 0 or num_rows >= sms:
+        return 1
+    return max(1, min(max_table_width, triton.cdiv(2 * sms, num_rows), 64))
+
+
+# ---- plan -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodePlan:
+    """Caller-owned workspace of one (rows, table width, group) shape: reuse it for every layer and graph replay.
+
+    part_out [rows, splits, 16, 128] fp32 and part_lse [rows, splits, 16] fp32 (None on the direct path).
+    """
+    num_rows: int
+    max_table_width: int
+    group: int
+    num_splits: int
+    pages_per_split: int
+    part_out: torch.Tensor | None
+    part_lse: torch.Tensor | None
+    config: DecodeConfig
+
+
+def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None):
+    device = torch.device(device)
+    splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device)
+    splits = max(1, min(splits, max_table_width))
+    pages_per_split = triton.cdiv(max_table_width, splits)
+    splits = triton.cdiv(max_table_width, pages_per_split)  # no split without pages
+    part_out = part_lse = None
+    if splits > 1:
+        part_out = torch.empty(num_rows, splits, BLOCK_H, HEAD_DIM, dtype=torch.float32, device=device)
+        part_lse = torch.empty(num_rows, splits, BLOCK_H, dtype=torch.float32, device=device)
+    return DecodePlan(num_rows, max_table_width, group, splits, pages_per_split, part_out, part_lse,
+                      config or decode_config(num_rows, group))
+
+
+# ---- launcher ---------------------------------------------------------------------------------------------------
+def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
+    # out [R, G, 128] bf16; q [R, G, 128] bf16|e4m3; caches [pages, heads, 8704] u8; tables [R, W] i32; lens [R] i32
+    # ---- validate (launch invariants; user input was checked by atom_mxfp4.ops)
+    rows, group, _ = q.shape
+    width = tables.shape[1]
+    expect(group <= BLOCK_H, "q.shape[1] (GQA group)", f"<= {BLOCK_H}", group)
+    expect(q.is_contiguous() and out.is_contiguous() and tables.is_contiguous(), "q / out / tables",
+           "contiguous", f"strides {q.stride()} / {out.stride()} / {tables.stride()}")
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        expect(cache.is_contiguous() and cache.shape[-1] == RECORD_BYTES, f"{name} layout",
+               f"contiguous [pages, heads, {RECORD_BYTES}] records", f"{list(cache.shape)} {cache.stride()}")
+    if plan is not None:
+        expect(plan.num_rows == rows and plan.max_table_width == width, "plan",
+               f"made for rows={rows}, max_table_width={width}",
+               f"rows={plan.num_rows}, max_table_width={plan.max_table_width}")
+    # ---- flatten
+    has_query_scale = query_scale is not None
+    if isinstance(query_scale, torch.Tensor):
+        query_scale_arg, scalar_scale = query_scale, 1.0
+    else:
+        query_scale_arg, scalar_scale, has_query_scale = context_lens, float(query_scale or 1.0), False
+    # ---- allocate (the plan's workspace; one is made here when the caller passed none)
+    if rows == 0 or width == 0:  # ---- early return
+        out.zero_()
+        return out
+    plan = plan or make_plan(rows, width, group, q.device)
+    # ---- tuning
+    cfg = plan.config
+    # ---- launch
+    split = plan.num_splits > 1
+    _pa_decode_kernel[(rows, plan.num_splits)](
+        out, q, k_cache, v_cache, tables, context_lens, query_scale_arg,
+        plan.part_out if split else out, plan.part_lse if split else out,
+        width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
+        HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    if split:
+        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, group, plan.num_splits, num_warps=4)
+    return out
+
+
+def with_config(plan: DecodePlan, config: DecodeConfig) -> DecodePlan:
+    """The same plan with another tuning config (benchmarks and tests override tuning this way)."""
+    return replace(plan, config=config)
