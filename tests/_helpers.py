@@ -233,6 +233,27 @@ def attention_rows(q: np.ndarray, k_records, v_records, tables, lens, softmax_sc
     return out
 
 
+# ---- sparse tables rule (DESIGN §5) --------------------------------------------------------------------------
+def reference_tables(topk_blocks, block_table, row_request, row_position, nkv):
+    """ppb = 1: (tables [R*nkv, topk] i32, context_lens [R*nkv] i32) by the rule, one row at a time."""
+    tk = topk_blocks.tolist()
+    bt = block_table.tolist()
+    R, topk = len(row_request), topk_blocks.shape[2]
+    tables = np.zeros((R * nkv, topk), dtype=np.int32)
+    lens = np.zeros(R * nkv, dtype=np.int32)
+    for r in range(R):
+        req, pos = int(row_request[r]), int(row_position[r])
+        own = pos // 128
+        for h in range(nkv):
+            sel = [b for b in tk[h][r] if b >= 0]
+            full = sorted(b for b in sel if b != own)
+            order = full + ([own] if own in sel else [])
+            for i, b in enumerate(order):
+                tables[r * nkv + h, i] = bt[req][b] * nkv + h
+            lens[r * nkv + h] = len(full) * 128 + ((pos - own * 128 + 1) if own in sel else 0)
+    return tables, lens
+
+
 def records_of(cache) -> torch.Tensor:
     """The raw uint8 records of an MXFP4PageCache or a records tensor."""
     return cache.records if hasattr(cache, "records") else cache

@@ -15,29 +15,9 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402,F401
+import _helpers as H  # noqa: E402
 
 from atom_mxfp4 import ops  # noqa: E402
-
-
-def reference_tables(topk_blocks, block_table, row_request, row_position, nkv):
-    """ppb = 1: (tables [R*nkv, topk] i32, context_lens [R*nkv] i32) by the rule, one row at a time."""
-    tk = topk_blocks.tolist()
-    bt = block_table.tolist()
-    R, topk = len(row_request), topk_blocks.shape[2]
-    tables = np.zeros((R * nkv, topk), dtype=np.int32)
-    lens = np.zeros(R * nkv, dtype=np.int32)
-    for r in range(R):
-        req, pos = int(row_request[r]), int(row_position[r])
-        own = pos // 128
-        for h in range(nkv):
-            sel = [b for b in tk[h][r] if b >= 0]
-            full = sorted(b for b in sel if b != own)
-            order = full + ([own] if own in sel else [])
-            for i, b in enumerate(order):
-                tables[r * nkv + h, i] = bt[req][b] * nkv + h
-            lens[r * nkv + h] = len(full) * 128 + ((pos - own * 128 + 1) if own in sel else 0)
-    return tables, lens
 
 
 def random_case(gen, lens, nkv, topk, rows_per_req=3, drop_own=0.3, empty_rows=1):
@@ -71,7 +51,7 @@ def random_case(gen, lens, nkv, topk, rows_per_req=3, drop_own=0.3, empty_rows=1
 def check(tk, block_table, row_request, row_position, nkv, backend):
     tables, lens = ops.build_sparse_tables(tk, block_table, row_request, row_position, num_kv_heads=nkv,
                                            backend=backend)
-    want_t, want_l = reference_tables(tk, block_table, row_request, row_position, nkv)
+    want_t, want_l = H.reference_tables(tk, block_table, row_request, row_position, nkv)
     assert tables.dtype == torch.int32 and lens.dtype == torch.int32
     assert tuple(tables.shape) == want_t.shape and tuple(lens.shape) == want_l.shape
     assert np.array_equal(lens.numpy(), want_l), np.argwhere(lens.numpy() != want_l)[:5].tolist()
