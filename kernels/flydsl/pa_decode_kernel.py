@@ -109,30 +109,30 @@ def _widen_v_tile(v_ptr, record, page_off, tile_tok, part_end, lds, wave_base, l
             for k in range_constexpr(4):
                 row.append(_ir.bitcast(_ir.i32(), _ir.cvt_fp4_to_bf16x2(word, scale, k)))
         pairs.append(row)
-    column = 8 * (lane >> 2)  # byte offset of token 4 * (lane >> 2) in a V^T row
+    first_token = L.v_token(lane, 0)  # the lane's 4 tokens are adjacent in a V^T row: one 8-byte store per dim
     for p in range_constexpr(16):
         dim = 32 * block + 2 * p
         for half, selector in ((0, 0x05040100), (1, 0x07060302)):  # low / high bf16 of each pair
-            w01 = _ir.perm(pairs[1][p], pairs[0][p], selector)
+            w01 = _ir.perm(pairs[1][p], pairs[0][p], selector)  # [token 0, token 1] of dim + half
             w23 = _ir.perm(pairs[3][p], pairs[2][p], selector)
-            offset = wave_base + (dim + half) * L.VT_STRIDE + column
+            offset = wave_base + L.vt_offset(dim + half, first_token)
             _ir.store(_ir.from_elements(_ir.vec(2, _ir.i32()), [w01, w23]), lds, offset, 8)
 
 
 def _pv_tile(probs, lds, wave_base, lane, o_acc):
     """O^T[d][h] += V^T[d][t] P^T[t][h] over the tile's 64 tokens (2 steps x 8 dim tiles)."""
     out = list(o_acc)
-    g4 = 4 * L.lane_g(lane)
     for step in range_constexpr(L.PV_STEPS):
-        p = [probs[4 * (2 * step) + e] for e in range(4)] + [probs[4 * (2 * step + 1) + e] for e in range(4)]
+        # k-slot e holds token pv_token(step, lane, e) = s_token(2 step + (e >> 2), lane, e & 3): own registers
+        p = [probs[4 * (2 * step + (e >> 2)) + (e & 3)] for e in range(8)]
         p_vec = _ir.from_elements(_ir.vec(8, _ir.f32()), p)
         from flydsl._mlir.dialects import arith
 
         b = arith.truncf(_ir.vec(8, _ir.bf16()), p_vec)
         for dt in range_constexpr(L.D_TILES):
-            row = wave_base + L.pv_dim(dt, lane) * L.VT_STRIDE
-            lo = _ir.load(lds, row + 2 * (32 * step + g4), _ir.vec(2, _ir.i32()), 8)
-            hi = _ir.load(lds, row + 2 * (32 * step + 16 + g4), _ir.vec(2, _ir.i32()), 8)
+            dim = L.pv_dim(dt, lane)  # slots 0..3 / 4..7 are 4 adjacent tokens each: two 8-byte reads
+            lo = _ir.load(lds, wave_base + L.vt_offset(dim, L.pv_token(step, lane, 0)), _ir.vec(2, _ir.i32()), 8)
+            hi = _ir.load(lds, wave_base + L.vt_offset(dim, L.pv_token(step, lane, 4)), _ir.vec(2, _ir.i32()), 8)
             words = _ir.from_elements(_ir.vec(4, _ir.i32()), [_ir.extract(lo, 0), _ir.extract(lo, 1),
                                                               _ir.extract(hi, 0), _ir.extract(hi, 1)])
             a = _ir.bitcast(_ir.vec(8, _ir.bf16()), words)
