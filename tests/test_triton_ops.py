@@ -1,0 +1,217 @@
+"""Triton backend vs the torch backend, small irregular shapes.
+
+On a machine without CUDA these run under the Triton interpreter (TRITON_INTERPRET=1 is set here, before triton
+is imported); with CUDA they run the compiled kernels. Cache bytes, tables, lengths and top-k ids must be equal
+bit for bit; attention is compared with the fp64 oracle of tests/_helpers.py under a named tolerance.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
+import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
+from atom_mxfp4.format import ScaleMode, quantize_mxfp4  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _helpers import attention_rows, garbage_records, random_codes  # noqa: E402
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+RECORD = 8704
+
+# Attention tolerance, ||out - ref64|| / ||ref64||: the bf16 rounding of the output (2**-9 relative, ~1.1e-3 rms
+# of a uniform rounding error is 2**-9/sqrt(3) ~ 1.1e-3 worst, ~6e-4 typical) plus bf16 rounding of the
+# probabilities fed to the P.V product (same order), measured on the torch backend at ~7e-4; band x3.
+ATTN_REL_TOL = 3e-3
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+# ---- fused_qknorm_rope_write --------------------------------------------------------------------------------------
+def _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages):
+    width = (nq + 2 * nkv + niq + (1 if niq else 0)) * 128
+    qkv = (torch.randn(tokens, width, generator=gen) * 2.5).bfloat16()
+    qkv.view(-1)[torch.randint(0, qkv.numel(), (3,), generator=gen)] = torch.tensor(
+        [float("inf"), float("-inf"), float("nan")]).bfloat16()  # non-finite inputs: saturate / code 0
+    qkv[0, :128] = 0  # an all-zero head row (amax 0 -> scale byte 1)
+    positions = torch.randint(0, 97, (tokens,), generator=gen)
+    weights = [torch.randn(128, generator=gen) * 0.3 for _ in range(4)]
+    angles = torch.rand(97, rotary_dim // 2, generator=gen) * 6
+    cos_sin = torch.cat([angles.cos(), angles.sin()], 1).float().contiguous()
+    slots = torch.randperm(pages * 128, generator=gen)[:tokens]
+    slots[torch.randint(0, tokens, (max(1, tokens // 4),), generator=gen)] = -1  # slot -1: skipped
+    return qkv, positions, weights, cos_sin, slots
+
+
+def _run_write(backend, inputs, nq, nkv, niq, rotary_dim, pages, mode, q_dtype, poison):
+    qkv, positions, weights, cos_sin, slots = (x.to(DEVICE) if torch.is_tensor(x) else x for x in inputs)
+    weights = [w.to(DEVICE) for w in weights]
+    k = poison.clone().to(DEVICE)[:, :nkv].contiguous()
+    v = (poison.clone().to(DEVICE)[:, :nkv] ^ 0x5A).contiguous()
+    ik = poison.clone().to(DEVICE)[:, :1].contiguous() if niq else None
+    q, iq = backend.fused_qknorm_rope_write(
+        qkv, positions, *weights, cos_sin, slots, k, v, ik, num_q_heads=nq, num_kv_heads=nkv, num_index_heads=niq,
+        rotary_dim=rotary_dim, eps=1e-6, scale_mode=mode, q_dtype=q_dtype)
+    return q, iq, k, v, ik
+
+
+def _same_bits(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = a.cpu(), b.cpu()
+    nan = torch.isnan(a.float()) & torch.isnan(b.float())  # NaN payloads may differ
+    view = torch.uint8 if a.element_size() == 1 else torch.int16
+    return bool(((a.view(view) == b.view(view)) | nan).all())
+
+
+@pytest.mark.parametrize("mode", list(ScaleMode))
+@pytest.mark.parametrize("shape", [(5, 4, 2, 1, 64), (3, 3, 1, 0, 32), (1, 16, 1, 1, 128)],
+                         ids=["T5-g2-idx", "T3-dense-rot32", "T1-g16-rot128"])
+def test_fused_write_bit_exact(mode, shape):
+    tokens, nq, nkv, niq, rotary_dim = shape
+    pages = 3
+    gen = _gen(hash((mode.value,) + shape) % 2**31)
+    inputs = _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages)
+    poison = torch.randint(0, 256, (pages, 2, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
+    q_dtype = torch.float8_e4m3fn if nq == 3 else torch.bfloat16
+    ours = _run_write(triton_backend, inputs, nq, nkv, niq, rotary_dim, pages, mode, q_dtype, poison)
+    ref = _run_write(torch_backend, [x.cpu() if torch.is_tensor(x) else x for x in inputs], nq, nkv, niq,
+                     rotary_dim, pages, mode, q_dtype, poison.cpu())
+    for name, a, b in zip(("q", "idx_q", "k_cache", "v_cache", "index_k_cache"), ours, ref):
+        assert _same_bits(a, b), f"{name} differs from the torch backend ({mode}, {shape})"
+
+
+# ---- index_topk + build_sparse_tables -----------------------------------------------------------------------------
+def _exact_index_setup(gen, pages, requests, max_blocks, rows, heads):
+    """Index-K and idx_q on small dyadic grids: every dot product is exact in fp32, so the scores (and the ties,
+    which are frequent here) do not depend on summation order and ids must match bit for bit."""
+    records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
+    keys = torch.randint(-8, 9, (pages * 128, 128), generator=gen).float() / 4
+    data, scale = quantize_mxfp4(keys)
+    records[:, 0, :8192] = data.view(pages, 8192)
+    records[:, 0, 8192:] = scale.view(pages, 512)
+    block_table = torch.stack([torch.randperm(pages, generator=gen)[:max_blocks] for _ in range(requests)]).int()
+    row_request = torch.randint(0, requests, (rows,), generator=gen, dtype=torch.int32)
+    row_position = torch.randint(0, max_blocks * 128, (rows,), generator=gen, dtype=torch.int32)
+    row_position[0] = 0  # first token of a request: one visible token
+    row_position[-1] = max_blocks * 128 - 1  # last token of the table
+    idx_q = (torch.randint(-4, 5, (rows, heads, 128), generator=gen).float() / 2).bfloat16()
+    return idx_q, records, block_table, row_request, row_position
+
+
+@pytest.mark.parametrize("case", [(17, 1, 16, 0, 1), (9, 2, 3, 1, 1), (6, 1, 5, 2, 3)],
+                         ids=["R17-top16", "R9-2heads-top3-init1", "R6-top5-init2-local3"])
+def test_index_topk_and_tables_bit_exact(case):
+    rows, heads, topk, init_blocks, local_blocks = case
+    gen = _gen(sum(case) * 7919)
+    idx_q, records, block_table, row_request, row_position = _exact_index_setup(gen, 24, 3, 7, rows, heads)
+    args = (idx_q, records, block_table, row_request, row_position)
+    kwargs = dict(topk=topk, init_blocks=init_blocks, local_blocks=local_blocks)
+    ours = triton_backend.index_topk(*(a.to(DEVICE) for a in args), **kwargs).cpu()
+    ref = torch_backend.index_topk(*args, **kwargs)
+    assert torch.equal(ours, ref), f"top-k ids differ:\n{ours}\n{ref}"
+    own = row_position.long() // 128
+    assert bool((ours[..., 0] >= 0).all()) and bool((ours.max(-1).values == own).all()), "own block not kept"
+
+    tables, lens = triton_backend.build_sparse_tables(*(a.to(DEVICE) for a in (ours, block_table, row_request,
+                                                                               row_position)),
+                                                      num_kv_heads=heads, pages_per_block=1)
+    ref_tables, ref_lens = torch_backend.build_sparse_tables(ours, block_table, row_request, row_position,
+                                                             num_kv_heads=heads, pages_per_block=1)
+    assert torch.equal(tables.cpu(), ref_tables) and torch.equal(lens.cpu(), ref_lens)
+
+
+def test_sparse_tables_pages_per_block_and_unsorted_input():
+    gen = _gen(11)
+    # rows of 2 kv heads, blocks of 2 pages; ids in a shuffled order with -1 padding in the middle
+    topk_blocks = torch.tensor([[[2, 0, -1, 1], [3, -1, 1, 0], [0, -1, -1, -1]],
+                                [[1, -1, 3, 2], [0, 2, -1, -1], [-1, -1, -1, -1]]], dtype=torch.int32)
+    block_table = torch.randint(0, 97, (2, 8), generator=gen, dtype=torch.int32)
+    row_request = torch.tensor([0, 1, 0], dtype=torch.int32)
+    row_position = torch.tensor([600, 1000, 100], dtype=torch.int32)
+    args = (topk_blocks, block_table, row_request, row_position)
+    ours = triton_backend.build_sparse_tables(*(a.to(DEVICE) for a in args), num_kv_heads=2, pages_per_block=2)
+    ref = torch_backend.build_sparse_tables(*args, num_kv_heads=2, pages_per_block=2)
+    assert torch.equal(ours[0].cpu(), ref[0]) and torch.equal(ours[1].cpu(), ref[1])
+
+
+# ---- pa_decode ------------------------------------------------------------------------------------------------
+def _decode_setup(gen, rows, group, width, pages, lens):
+    """Valid random codes in every page, except the token slots past each row's length: garbage (NaN/Inf scales)."""
+    k = garbage_records(gen, pages, 1)
+    v = garbage_records(gen, pages, 1)
+    tables = torch.stack([torch.randperm(pages, generator=gen)[:width] for _ in range(rows)]).int()
+    used = torch.zeros(pages, 128, dtype=torch.bool)
+    for r, n in enumerate(lens):
+        for t in range(n):
+            used[tables[r, t // 128], t % 128] = True
+    for rec in (k, v):
+        data, scale = random_codes(gen, pages * 128)
+        d = rec[:, 0, :8192].view(pages, 128, 64)
+        s = rec[:, 0, 8192:].view(pages, 128, 4)
+        d[used] = data.view(pages, 128, 64)[used]
+        s[used] = scale.view(pages, 128, 4)[used]
+    q = torch.randn(rows, group, 128, generator=gen).bfloat16()
+    return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("splits", [1, 3], ids=["direct", "split"])
+@pytest.mark.parametrize("case", [(5, 16, 3, [0, 1, 130, 300, 384]), (3, 5, 2, [97, 256, 129])],
+                         ids=["R5-G16-empty-row", "R3-G5"])
+def test_pa_decode_matches_fp64(case, splits):
+    rows, group, width, lens = case
+    gen = _gen(rows * 31 + group + splits)
+    q, k, v, tables, context_lens = _decode_setup(gen, rows, group, width, rows * width + 2, lens)
+    scale = 128 ** -0.5
+    ref64 = attention_rows(q.double().numpy(), k, v, tables, context_lens, scale)
+    plan = triton_backend.make_plan(rows, width, group, DEVICE, num_splits=splits)
+    out = torch.full((rows, group, 128), float("nan"), dtype=torch.bfloat16, device=DEVICE)  # poisoned
+    triton_backend.pa_decode(out, q.to(DEVICE), k.to(DEVICE), v.to(DEVICE), tables.to(DEVICE),
+                             context_lens.to(DEVICE), softmax_scale=scale, query_scale=None, plan=plan)
+    got = out.float().cpu().numpy()
+    assert np.isfinite(got).all(), "garbage past context_lens (or an unwritten output) reached out"
+    assert (got[np.array(lens) == 0] == 0).all(), "context_lens 0 must write zeros"
+    rel = np.linalg.norm(got - ref64) / np.linalg.norm(ref64)
+    assert rel < ATTN_REL_TOL, f"relative error {rel:.2e} >= {ATTN_REL_TOL}"
+
+
+def test_pa_decode_e4m3_query_scale_tensor():
+    gen = _gen(5)
+    rows, group, width, lens = 2, 8, 2, [200, 77]
+    q, k, v, tables, context_lens = _decode_setup(gen, rows, group, width, 5, lens)
+    q8 = (q.float() * 4).to(torch.float8_e4m3fn)
+    query_scale = torch.tensor([0.25, 0.5])
+    scale = 0.09
+    ref64 = attention_rows(q8.double().numpy() * query_scale.double().numpy()[:, None, None], k, v, tables,
+                           context_lens, scale)
+    out = torch.empty(rows, group, 128, dtype=torch.bfloat16, device=DEVICE)
+    triton_backend.pa_decode(out, q8.to(DEVICE), k.to(DEVICE), v.to(DEVICE), tables.to(DEVICE),
+                             context_lens.to(DEVICE), softmax_scale=scale, query_scale=query_scale.to(DEVICE),
+                             plan=None)
+    got = out.float().cpu().numpy()
+    rel = np.linalg.norm(got - ref64) / np.linalg.norm(ref64)
+    assert rel < ATTN_REL_TOL, f"relative error {rel:.2e}"
+
+
+def test_plan_shapes_and_mismatch_error():
+    plan = triton_backend.make_plan(3, 10, 16, DEVICE, num_splits=4)
+    assert plan.num_splits == 4 and plan.pages_per_split == 3 and plan.part_out.shape == (3, 4, 16, 128)
+    direct = triton_backend.make_plan(3, 10, 16, DEVICE, num_splits=1)
+    assert direct.part_out is None
+    q = torch.zeros(2, 16, 128, dtype=torch.bfloat16, device=DEVICE)
+    records = torch.zeros(1, 1, RECORD, dtype=torch.uint8, device=DEVICE)
+    with pytest.raises(ValueError, match="plan"):
+        triton_backend.pa_decode(torch.empty_like(q), q, records, records,
+                                 torch.zeros(2, 10, dtype=torch.int32, device=DEVICE),
+                                 torch.zeros(2, dtype=torch.int32, device=DEVICE), softmax_scale=1.0,
+                                 query_scale=None, plan=plan)
