@@ -130,7 +130,8 @@ def dequantize_mxfp4(data: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype
            "scale.shape", f"{list(data.shape[:-1]) + [data.shape[-1] * 2 // BLOCK]} to match data",
            list(scale.shape))
     table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=data.device)
-    values = table[unpack_codes(data).long()]
+    pair_table = torch.stack((table.repeat(16), table.repeat_interleave(16)), dim=-1)  # byte -> (low, high)
+    values = pair_table[data.long()].flatten(-2)
     d = values.shape[-1]
     values = values.reshape(*values.shape[:-1], d // BLOCK, BLOCK) * _e8m0_to_float(scale).unsqueeze(-1)
     return values.reshape(*data.shape[:-1], d).to(dtype)
