@@ -152,6 +152,36 @@ def compile_isa(group: int, split: bool, *, q_bf16: bool = True, qscale_tensor: 
         return parse_isa(text, kernel=isa_files[-1].parent.name, arch=arch)
 
 
+# The specializations pa_decode launches for the shipped groups: (name, compile_isa kwargs).
+SHIPPED = [
+    *[(f"decode g{g} bf16 {'split' if s else 'direct'}", dict(group=g, split=s)) for g in (1, 8, 16)
+      for s in (False, True)],
+    ("decode g16 e4m3 direct", dict(group=16, split=False, q_bf16=False)),
+    ("decode g16 e4m3 split", dict(group=16, split=True, q_bf16=False)),
+    ("decode g8 e4m3 split qscale[R]", dict(group=8, split=True, q_bf16=False, qscale_tensor=True)),
+    *[(f"merge g{g}", dict(group=g, split=True, merge=True)) for g in (1, 8, 16)],
+]
+
+TABLE_HEADER = ("| specialization | VGPR | AGPR | SGPR | LDS B | scratch B | spills | instructions | scaled MFMA "
+                "| bf16 MFMA | fp4->bf16 cvt |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def table_row(name: str, report: IsaReport) -> str:
+    return (f"| {name} | {report.vgprs} | {report.agprs} | {report.sgprs} | {report.lds_bytes} | "
+            f"{report.scratch_bytes} | {report.vgpr_spills + report.sgpr_spills} | {sum(report.instructions.values())} "
+            f"| {report.count('v_mfma_scale_f32_16x16x128_f8f6f4')} | {report.count('v_mfma_f32_16x16x32_bf16')} "
+            f"| {report.count('v_cvt_scalef32_pk_bf16_fp4')} |")
+
+
+def compile_shipped(workers: int = 2) -> dict:
+    """name -> IsaReport for every shipped specialization (``workers`` compiler subprocesses at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {name: pool.submit(compile_isa, **kwargs) for name, kwargs in SHIPPED}
+        return {name: future.result() for name, future in futures.items()}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--group", type=int, default=16)
@@ -159,7 +189,15 @@ def main(argv=None) -> None:
     parser.add_argument("--e4m3", action="store_true", help="e4m3 query (default bf16)")
     parser.add_argument("--merge", action="store_true")
     parser.add_argument("--isa", type=Path, help="also write the ISA here")
+    parser.add_argument("--table", action="store_true", help="compile every shipped specialization and print the "
+                        "markdown table of docs/flydsl.md")
     args = parser.parse_args(argv)
+    if args.table:
+        reports = compile_shipped()
+        print(TABLE_HEADER)
+        for name, report in reports.items():
+            print(table_row(name, report))
+        return
     report = compile_isa(args.group, args.split, q_bf16=not args.e4m3, merge=args.merge)
     if args.isa:
         args.isa.write_text(report.isa)
