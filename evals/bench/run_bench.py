@@ -1,0 +1,411 @@
+"""H200 benchmarks of the Triton backend, side by side with SGLang 0.5.23's MiniMax-M3 sparse kernels.
+
+Usage (scripts/h200.sh): ``python3 evals/bench/run_bench.py --out DIR --sglang-root DIR [--quick] [--sweep]``.
+Writes DIR/bench.md (tables), DIR/bench.json (numbers) and one png per benchmark. Never asserts a time.
+
+1. sparse decode attend: 16 q heads / 1 KV head, top-16 blocks of 128 (own block partial), batch 1..512:
+   ours (MXFP4; attend alone and tables + attend) vs the peer with bf16 and with fp8 KV on the same top-k;
+2. indexer (score + top-k) at 8K / 32K / 128K context, batch 1..256: ours (MXFP4 index-K) vs the peer (bf16, fp8);
+3. dense pa_decode rows x context, nominal TB/s = rows * context * 136 B / time, next to the copy bandwidth;
+4. fused_qknorm_rope_write at T = 1, 64, 512, 8192 (TP4 rank: 16 q, 1 kv, 1 index head): time and TB/s of the
+   bytes it must move, next to the torch backend on the same GPU.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import copy_bandwidth_tbs, graph_time_ms, sets_for  # noqa: E402
+
+import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
+import atom_mxfp4.kernels.triton as tb  # noqa: E402
+from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig, make_plan  # noqa: E402
+from atom_mxfp4.kernels.triton.index_topk import IndexConfig  # noqa: E402
+
+DEV = torch.device("cuda")
+RECORD = 8704
+MX_TOKEN = 68  # bytes per token-head of K or V in MXFP4 (64 data + 4 scale)
+
+
+def random_records(pages: int) -> torch.Tensor:
+    """Valid MXFP4 records: random codes, scales around 2**0."""
+    rec = torch.randint(0, 256, (pages, 1, RECORD), dtype=torch.uint8, device=DEV)
+    rec[:, 0, 8192:] = torch.randint(122, 131, (pages, 512), dtype=torch.uint8, device=DEV)
+    return rec
+
+
+# ---- 1. sparse decode attend -------------------------------------------------------------------------------------
+def bench_sparse(peer, batches, log):
+    topk, ctx_blocks, own_tokens = 16, 64, 78
+    seq_len = (ctx_blocks - 1) * 128 + own_tokens
+    ctx_len = (topk - 1) * 128 + own_tokens  # tokens attended per row
+    rows = []
+    for batch in batches:
+        peer_bytes = batch * ctx_len * 2 * 128 * 2
+        n = sets_for(peer_bytes, budget=2 * 2**30)
+        q = torch.randn(batch, 16, 128, device=DEV).bfloat16()
+        # top-k: 15 random earlier blocks + the own block, ascending
+        sel = torch.stack([torch.cat([torch.randperm(ctx_blocks - 1)[:topk - 1].sort().values,
+                                      torch.tensor([ctx_blocks - 1])]) for _ in range(batch)]).int().to(DEV)
+        topk_idx = sel[None].contiguous()  # [1, B, 16]
+        pages = batch * topk
+        ours, peers = [], {"bf16": [], "fp8": []}
+        for s in range(n):
+            k, v = random_records(pages), random_records(pages)
+            perm = torch.randperm(pages, device=DEV).int().view(batch, topk)
+            block_table = torch.zeros(batch, ctx_blocks, dtype=torch.int32, device=DEV)
+            block_table.scatter_(1, sel.long(), perm)
+            row_req = torch.arange(batch, dtype=torch.int32, device=DEV)
+            row_pos = torch.full((batch,), seq_len - 1, dtype=torch.int32, device=DEV)
+            tables, lens = tb.build_sparse_tables(topk_idx, block_table, row_req, row_pos, num_kv_heads=1,
+                                                  pages_per_block=1)
+            out = torch.empty(batch, 16, 128, dtype=torch.bfloat16, device=DEV)
+            plan = make_plan(batch, topk, 16, DEV)
+            ours.append(dict(q=q, k=k, v=v, bt=block_table, rr=row_req, rp=row_pos, tables=tables, lens=lens,
+                             out=out, plan=plan))
+            # peer: paged cache [slots, 1, 128], block-contiguous slots for the selected blocks
+            r2t = torch.zeros(batch, ctx_blocks * 128, dtype=torch.int32, device=DEV)
+            slot0 = (perm.long() * 128)
+            tok = (sel.long() * 128)[:, :, None] + torch.arange(128, device=DEV)
+            r2t.scatter_(1, tok.view(batch, -1), (slot0[:, :, None] + torch.arange(128, device=DEV)).view(
+                batch, -1).int())
+            for dt, dtype in (("bf16", torch.bfloat16), ("fp8", torch.float8_e4m3fn)):
+                kc = torch.randn(pages * 128, 1, 128, device=DEV).to(dtype)
+                vc = torch.randn(pages * 128, 1, 128, device=DEV).to(dtype)
+                peers[dt].append(dict(k=kc, v=vc, r2t=r2t))
+        seq_lens = torch.full((batch,), seq_len, dtype=torch.int32, device=DEV)
+        slot_ids = torch.arange(batch, dtype=torch.int32, device=DEV)
+
+        def attend(o):
+            return lambda: tb.pa_decode(o["out"], o["q"], o["k"], o["v"], o["tables"], o["lens"],
+                                        softmax_scale=0.088, query_scale=None, plan=o["plan"])
+
+        def tables_attend(o):
+            def call():
+                t, ln = tb.build_sparse_tables(topk_idx, o["bt"], o["rr"], o["rp"], num_kv_heads=1,
+                                               pages_per_block=1)
+                tb.pa_decode(o["out"], o["q"], o["k"], o["v"], t, ln, softmax_scale=0.088, query_scale=None,
+                             plan=o["plan"])
+            return call
+
+        def peer_call(p):
+            return lambda: peer.flash_decode_with_gqa_share_sparse(
+                q, None, p["k"], p["v"], p["r2t"], seq_lens, slot_ids, 128, topk_idx, sm_scale=0.088,
+                page_size=128)
+
+        rec = dict(batch=batch, sets=n, ctx_len=ctx_len)
+        rec["ours_attend_ms"] = graph_time_ms([attend(o) for o in ours])
+        rec["ours_tables_attend_ms"] = graph_time_ms([tables_attend(o) for o in ours])
+        for dt in ("bf16", "fp8"):
+            rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
+        rec["ours_TBs"] = batch * ctx_len * 2 * MX_TOKEN / (rec["ours_attend_ms"] * 1e-3) / 1e12
+        rows.append(rec)
+        log(f"sparse B={batch}: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                             for k, v in rec.items()))
+        del ours, peers
+        torch.cuda.empty_cache()
+    return rows
+
+
+# ---- 2. indexer --------------------------------------------------------------------------------------------------
+def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True):
+    rows = []
+    for ctx in contexts:
+        blocks = ctx // 128
+        for batch in batches:
+            n = sets_for(batch * ctx * 256, budget=3 * 2**30)
+            if batch * ctx * 256 * n > 12 * 2**30:
+                continue
+            q = torch.randn(batch, 1, 128, device=DEV).bfloat16()
+            row_req = torch.arange(batch, dtype=torch.int32, device=DEV)
+            row_pos = torch.full((batch,), ctx - 1, dtype=torch.int32, device=DEV)
+            seq_lens = torch.full((batch,), ctx, dtype=torch.int32, device=DEV)
+            slot_ids = torch.arange(batch, dtype=torch.int32, device=DEV)
+            ours, peers = [], {"bf16": [], "fp8": []}
+            for s in range(n):
+                pages = batch * blocks
+                ik = random_records(pages)
+                bt = torch.randperm(pages, device=DEV).int().view(batch, blocks).contiguous()
+                ours.append((ik, bt))
+                r2t = ((bt.long() * 128)[:, :, None] + torch.arange(128, device=DEV)).view(batch, ctx).int()
+                for dt, dtype in (("bf16", torch.bfloat16), ("fp8", torch.float8_e4m3fn)) if with_peer else ():
+                    kc = torch.randn(pages * 128, 1, 128, device=DEV).to(dtype)
+                    peers[dt].append((kc, r2t))
+
+            def our_call(o, cfg=config):
+                return lambda: tb.index_topk(q, o[0], o[1], row_req, row_pos, topk=16, init_blocks=0,
+                                             local_blocks=1, config=cfg)
+
+            def peer_call(p):
+                return lambda: peer.flash_decode_with_topk_idx(
+                    q, None, p[0], None, p[1], seq_lens, ctx, slot_ids, 128, 16, 0, 1, disable_index_value=True,
+                    page_size=128)
+
+            rec = dict(context=ctx, batch=batch, sets=n)
+            rec["ours_ms"] = graph_time_ms([our_call(o) for o in ours])
+            for dt in ("bf16", "fp8") if with_peer else ():
+                rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
+            rec["ours_TBs"] = batch * ctx * MX_TOKEN / (rec["ours_ms"] * 1e-3) / 1e12
+            rows.append(rec)
+            log(f"indexer ctx={ctx} B={batch}: " + ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in rec.items()))
+            del ours, peers
+            torch.cuda.empty_cache()
+    return rows
+
+
+# ---- 3. dense pa_decode ------------------------------------------------------------------------------------------
+def bench_dense(row_counts, contexts, log, config=None, num_splits=None):
+    out_rows = []
+    for rows in row_counts:
+        for ctx in contexts:
+            width = ctx // 128
+            per_call = rows * ctx * 2 * MX_TOKEN
+            n = sets_for(per_call, budget=4 * 2**30)
+            q = torch.randn(rows, 16, 128, device=DEV).bfloat16()
+            lens = torch.full((rows,), ctx, dtype=torch.int32, device=DEV)
+            out = torch.empty(rows, 16, 128, dtype=torch.bfloat16, device=DEV)
+            plan = make_plan(rows, width, 16, DEV, num_splits=num_splits, config=config)
+            sets = []
+            for s in range(n):
+                k, v = random_records(rows * width), random_records(rows * width)
+                tables = torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous()
+                sets.append((k, v, tables))
+
+            def call(s):
+                return lambda: tb.pa_decode(out, q, s[0], s[1], s[2], lens, softmax_scale=0.088, query_scale=None,
+                                            plan=plan)
+
+            ms = graph_time_ms([call(s) for s in sets])
+            rec = dict(rows=rows, context=ctx, sets=n, splits=plan.num_splits, ms=ms,
+                       TBs=per_call / (ms * 1e-3) / 1e12)
+            out_rows.append(rec)
+            log(f"dense rows={rows} ctx={ctx}: splits={plan.num_splits} {ms:.4g} ms {rec['TBs']:.3f} TB/s")
+            del sets
+            torch.cuda.empty_cache()
+    return out_rows
+
+
+# ---- 4. fused write ----------------------------------------------------------------------------------------------
+def bench_write(token_counts, log):
+    nq, nkv, niq, rot = 16, 1, 1, 64
+    width = (nq + 2 * nkv + niq + 1) * 128
+    rows = []
+    for tokens in token_counts:
+        per_call = tokens * (width * 2 + 16 + rot * 4 + nq * 256 + niq * 256 + 3 * MX_TOKEN)
+        n = sets_for(per_call, budget=1 * 2**30)
+        pages = -(-tokens // 128) + 1
+        weights = [torch.randn(128, device=DEV) * 0.3 for _ in range(4)]
+        cos_sin = torch.randn(65536, rot, device=DEV)
+        sets = []
+        for s in range(n):
+            qkv = torch.randn(tokens, width, device=DEV).bfloat16()
+            pos = torch.randint(0, 65536, (tokens,), device=DEV)
+            slots = torch.randperm(pages * 128, device=DEV)[:tokens]
+            caches = [torch.zeros(pages, 1, RECORD, dtype=torch.uint8, device=DEV) for _ in range(3)]
+            sets.append((qkv, pos, slots, caches))
+
+        def call(backend, s):
+            return lambda: backend.fused_qknorm_rope_write(
+                s[0], s[1], *weights, cos_sin, s[2], *s[3], num_q_heads=nq, num_kv_heads=nkv, num_index_heads=niq,
+                rotary_dim=rot, eps=1e-6, scale_mode="ceil", q_dtype=torch.bfloat16)
+
+        rec = dict(tokens=tokens, sets=n, bytes=per_call)
+        rec["ours_ms"] = graph_time_ms([call(tb, s) for s in sets])
+        rec["torch_backend_ms"] = graph_time_ms([call(torch_backend, s) for s in sets[:2]], reps=5)
+        rec["ours_TBs"] = per_call / (rec["ours_ms"] * 1e-3) / 1e12
+        rows.append(rec)
+        log(f"write T={tokens}: ours {rec['ours_ms']:.4g} ms ({rec['ours_TBs']:.3f} TB/s), torch backend "
+            f"{rec['torch_backend_ms']:.4g} ms")
+    return rows
+
+
+# ---- tuning sweeps (first device call) ---------------------------------------------------------------------------
+def sweep(log):
+    res = []
+    for block_n in (32, 64, 128):
+        for warps in (4, 8):
+            for stages in (1, 2):
+                cfg = DecodeConfig(block_n=block_n, num_warps=warps, num_stages=stages)
+                try:
+                    r = bench_dense([512], [8192], lambda *_: None, config=cfg)
+                    r += bench_dense([4096], [2048], lambda *_: None, config=cfg)
+                except Exception as error:  # a config that does not compile is reported, not fatal
+                    log(f"sweep {cfg}: {type(error).__name__}: {str(error)[:200]}")
+                    continue
+                for x in r:
+                    x.update(block_n=block_n, warps=warps, stages=stages)
+                    log(f"sweep dense bn={block_n} w={warps} s={stages} rows={x['rows']} ctx={x['context']}: "
+                        f"{x['TBs']:.3f} TB/s")
+                res += r
+    for block_n in (32, 64, 128):
+        for warps in (4, 8):
+            cfg = IndexConfig(block_n=block_n, score_warps=warps)
+            try:
+                r = bench_indexer(None, [32768], [64, 256], lambda *_: None, config=cfg, with_peer=False)
+            except Exception as error:
+                log(f"sweep {cfg}: {type(error).__name__}: {str(error)[:200]}")
+                continue
+            for x in r:
+                log(f"sweep index bn={block_n} w={warps} B={x['batch']}: {x['ours_ms']:.4g} ms "
+                    f"{x['ours_TBs']:.3f} TB/s")
+                x.update(block_n=block_n, warps=warps)
+            res += r
+    return res
+
+
+# ---- report ------------------------------------------------------------------------------------------------------
+def table(rows, cols):
+    head = "| " + " | ".join(c for c, _ in cols) + " |\n|" + "---|" * len(cols) + "\n"
+    body = ""
+    for r in rows:
+        body += "| " + " | ".join(f(r) for _, f in cols) + " |\n"
+    return head + body
+
+
+def plots(results, out: Path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if results.get("sparse"):
+        s = results["sparse"]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        b = [r["batch"] for r in s]
+        for key, label in (("ours_attend_ms", "ours MXFP4 attend"), ("ours_tables_attend_ms", "ours tables+attend"),
+                           ("peer_bf16_ms", "SGLang bf16"), ("peer_fp8_ms", "SGLang fp8")):
+            ax.plot(b, [r[key] * 1e3 for r in s], marker="o", label=label)
+        ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="us per call",
+               title="sparse decode attend (16 q / 1 kv, top-16 x 128)")
+        ax.legend(); fig.tight_layout(); fig.savefig(out / "sparse_decode.png", dpi=110); plt.close(fig)
+    if results.get("indexer"):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for ctx in sorted({r["context"] for r in results["indexer"]}):
+            rs = [r for r in results["indexer"] if r["context"] == ctx]
+            b = [r["batch"] for r in rs]
+            ax.plot(b, [r["peer_bf16_ms"] / r["ours_ms"] for r in rs], marker="o", label=f"vs bf16, {ctx // 1024}K")
+            ax.plot(b, [r["peer_fp8_ms"] / r["ours_ms"] for r in rs], marker="x", ls="--",
+                    label=f"vs fp8, {ctx // 1024}K")
+        ax.axhline(1, color="gray", lw=0.5)
+        ax.set(xscale="log", xlabel="batch", ylabel="speed-up (peer time / ours)", title="indexer (score + top-16)")
+        ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(out / "indexer.png", dpi=110); plt.close(fig)
+    if results.get("dense"):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for rows in sorted({r["rows"] for r in results["dense"]}):
+            rs = [r for r in results["dense"] if r["rows"] == rows]
+            ax.plot([r["context"] for r in rs], [r["TBs"] for r in rs], marker="o", label=f"{rows} rows")
+        ax.axhline(results["copy_TBs"], color="k", ls="--", label=f"copy {results['copy_TBs']:.2f} TB/s")
+        ax.axhline(0.8 * results["copy_TBs"], color="gray", ls=":", label="80% of copy")
+        ax.set(xscale="log", xlabel="context", ylabel="nominal TB/s", title="dense pa_decode (G=16, MXFP4)")
+        ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(out / "dense_pa_decode.png", dpi=110); plt.close(fig)
+    if results.get("write"):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        w = results["write"]
+        ax.plot([r["tokens"] for r in w], [r["ours_ms"] * 1e3 for r in w], marker="o", label="triton")
+        ax.plot([r["tokens"] for r in w], [r["torch_backend_ms"] * 1e3 for r in w], marker="x", label="torch backend")
+        ax.set(xscale="log", yscale="log", xlabel="tokens", ylabel="us per call", title="fused_qknorm_rope_write")
+        ax.legend(); fig.tight_layout(); fig.savefig(out / "fused_write.png", dpi=110); plt.close(fig)
+
+
+def report(results, out: Path):
+    f3 = lambda k: (lambda r: f"{r[k]:.3f}")  # noqa: E731
+    us = lambda k: (lambda r: f"{r[k] * 1e3:.1f}")  # noqa: E731
+    ratio = lambda a, b: (lambda r: f"{r[a] / r[b]:.2f}x")  # noqa: E731
+    md = [f"# Triton backend on {results['device']} ({results['date']})\n",
+          f"Command: `{results['command']}`\n", f"Copy bandwidth (read + write): {results['copy_TBs']:.3f} TB/s\n",
+          f"Peer kernels: SGLang 0.5.23 wheel, files {results.get('peer_sha', {})}\n"]
+    if results.get("sparse"):
+        md += ["## 1. Sparse decode attend (16 q heads, 1 KV head, top-16 blocks of 128)\n",
+               table(results["sparse"], [("batch", lambda r: str(r["batch"])),
+                                         ("ours attend us", us("ours_attend_ms")),
+                                         ("ours tables+attend us", us("ours_tables_attend_ms")),
+                                         ("SGLang bf16 us", us("peer_bf16_ms")), ("SGLang fp8 us", us("peer_fp8_ms")),
+                                         ("vs bf16", ratio("peer_bf16_ms", "ours_tables_attend_ms")),
+                                         ("vs fp8", ratio("peer_fp8_ms", "ours_tables_attend_ms")),
+                                         ("ours TB/s", f3("ours_TBs"))])]
+    if results.get("indexer"):
+        md += ["## 2. Indexer (score + top-16, init 0, local 1)\n",
+               table(results["indexer"], [("context", lambda r: str(r["context"])), ("batch", lambda r: str(r["batch"])),
+                                          ("ours us", us("ours_ms")), ("SGLang bf16 us", us("peer_bf16_ms")),
+                                          ("SGLang fp8 us", us("peer_fp8_ms")),
+                                          ("vs bf16", ratio("peer_bf16_ms", "ours_ms")),
+                                          ("vs fp8", ratio("peer_fp8_ms", "ours_ms")), ("ours TB/s", f3("ours_TBs"))])]
+    if results.get("dense"):
+        md += ["## 3. Dense pa_decode (G = 16), nominal TB/s = rows x context x 136 B / time\n",
+               table(results["dense"], [("rows", lambda r: str(r["rows"])), ("context", lambda r: str(r["context"])),
+                                        ("splits", lambda r: str(r["splits"])), ("us", us("ms")),
+                                        ("TB/s", f3("TBs")),
+                                        ("% of copy", lambda r: f"{100 * r['TBs'] / results['copy_TBs']:.0f}%")])]
+    if results.get("write"):
+        md += ["## 4. fused_qknorm_rope_write (16 q, 1 kv, 1 index head; bytes it must move)\n",
+               table(results["write"], [("T", lambda r: str(r["tokens"])), ("bytes", lambda r: str(r["bytes"])),
+                                        ("ours us", us("ours_ms")), ("ours TB/s", f3("ours_TBs")),
+                                        ("torch backend us", us("torch_backend_ms"))])]
+    if results.get("sweep"):
+        md += ["## Tuning sweep\n", "```\n" + "\n".join(results["sweep_log"]) + "\n```\n"]
+    (out / "bench.md").write_text("\n".join(md))
+    (out / "bench.json").write_text(json.dumps({k: v for k, v in results.items() if k != "sweep_log"}, indent=1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sglang-root", default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--only", default="sparse,indexer,dense,write")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = []
+
+    def log(msg):
+        print(msg, flush=True)
+        lines.append(msg)
+
+    results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   command="python3 " + " ".join(sys.argv))
+    results["copy_TBs"] = copy_bandwidth_tbs()
+    log(f"copy bandwidth {results['copy_TBs']:.3f} TB/s")
+    peer = None
+    if args.sglang_root:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import _peer
+        results["peer_sha"] = _peer.extract(Path(args.sglang_root) / "wheel.whl", Path(args.sglang_root))
+        topk_sparse, indexer = _peer.load(Path(args.sglang_root))
+        peer = type("Peer", (), {})()
+        peer.flash_decode_with_gqa_share_sparse = topk_sparse.flash_decode_with_gqa_share_sparse
+        peer.flash_decode_with_topk_idx = indexer.flash_decode_with_topk_idx
+    only = set(args.only.split(","))
+    quick = args.quick
+    steps = [("sparse", lambda: bench_sparse(peer, [1, 64, 512] if quick else [1, 8, 32, 64, 128, 256, 512], log)),
+             ("indexer", lambda: bench_indexer(peer, [8192, 32768] if quick else [8192, 32768, 131072],
+                                               [1, 64] if quick else [1, 4, 16, 64, 256], log)),
+             ("dense", lambda: bench_dense([8, 512, 4096] if quick else [8, 128, 512, 4096],
+                                           [2048, 8192] if quick else [512, 2048, 8192, 32768], log)),
+             ("write", lambda: bench_write([1, 64, 512, 8192], log))]
+    for name, step in steps:
+        if name not in only or (name in ("sparse", "indexer") and peer is None):
+            continue
+        try:
+            results[name] = step()
+        except Exception as error:  # report and go on: one failing benchmark must not lose the others
+            import traceback
+            log(f"{name} FAILED: {type(error).__name__}: {error}")
+            log(traceback.format_exc()[-2000:])
+        report(results, out)
+    if args.sweep:
+        sweep_lines = []
+        results["sweep"] = sweep(lambda m: (log(m), sweep_lines.append(m)))
+        results["sweep_log"] = sweep_lines
+    report(results, out)
+    plots(results, out)
+    log((out / "bench.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""One small case of each Triton kernel, for ``compute-sanitizer --tool memcheck`` (run by scripts/h200.sh).
+
+Exits non-zero if an op raises; the sanitizer reports out-of-bounds / misaligned accesses itself.
+"""
+
+import torch
+
+import atom_mxfp4.kernels.triton as tb
+
+DEV = torch.device("cuda")
+RECORD = 8704
+
+
+def main():
+    torch.manual_seed(0)
+    pages = 6
+    k = torch.zeros(pages, 1, RECORD, dtype=torch.uint8, device=DEV)
+    v, ik = torch.zeros_like(k), torch.zeros_like(k)
+    tokens, nq = 37, 16
+    qkv = torch.randn(tokens, (nq + 4) * 128, device=DEV).bfloat16()
+    slots = torch.randperm(pages * 128, device=DEV)[:tokens]
+    slots[::5] = -1
+    cos_sin = torch.randn(512, 64, device=DEV)
+    w = [torch.randn(128, device=DEV) for _ in range(4)]
+    q, iq = tb.fused_qknorm_rope_write(qkv, torch.randint(0, 512, (tokens,), device=DEV), *w, cos_sin, slots, k, v,
+                                       ik, num_q_heads=nq, num_kv_heads=1, num_index_heads=1, rotary_dim=64,
+                                       eps=1e-6, scale_mode="mse", q_dtype=torch.bfloat16)
+    block_table = torch.randperm(pages, device=DEV).int().view(2, 3).contiguous()
+    rr = torch.tensor([0, 1, 1, 0, 1], dtype=torch.int32, device=DEV)
+    rp = torch.tensor([0, 383, 200, 129, 5], dtype=torch.int32, device=DEV)
+    ids = tb.index_topk(iq[:5].contiguous(), ik, block_table, rr, rp, topk=2, init_blocks=0, local_blocks=1)
+    tables, lens = tb.build_sparse_tables(ids, block_table, rr, rp, num_kv_heads=1, pages_per_block=1)
+    for splits in (1, 2):
+        out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
+        plan = tb.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits)
+        tb.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
+    torch.cuda.synchronize()
+    print("sanitize cases ran: write, index_topk, build_sparse_tables, pa_decode (direct, split)")
+
+
+if __name__ == "__main__":
+    main()
