@@ -1,7 +1,7 @@
 """`atom-mxfp4 eval {gsm8k, accuracy}`.
 
 `add_parser(subparsers)` adds the `eval` command to the top-level CLI (atom_mxfp4/cli.py); every leaf
-parser sets `func(args) -> int` (the exit code). `python -m atom_mxfp4.evals.cli eval ...` runs it alone.
+parser sets `handler(args) -> int` (the exit code; also as `func`). `python -m atom_mxfp4.evals.cli eval ...` runs it alone.
 """
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="lm-eval tokenizer backend (none: send text; generation needs no tokenizer)")
     g.add_argument("--timeout", type=_positive_int, default=600, help="seconds per request")
     g.add_argument("--output", default=None, help="write the JSON summary here (default: print it)")
-    g.set_defaults(func=_cmd_gsm8k)
+    g.set_defaults(func=_cmd_gsm8k, handler=_cmd_gsm8k)
 
     a = sub.add_parser("accuracy", help="layer (MXFP4 caches, sparse) vs full-precision oracle on synthetic data",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     from .accuracy import add_arguments  # light: no torch work at import
 
     add_arguments(a)
-    a.set_defaults(func=_cmd_accuracy)
+    a.set_defaults(func=_cmd_accuracy, handler=_cmd_accuracy)
     return ev
 
 

@@ -1,0 +1,240 @@
+"""`atom-mxfp4 eval accuracy`: the layer over MXFP4 caches vs the fp64 oracle, per ScaleMode and data family.
+
+For each family (evals/accuracy_data.py) and context length N, one request's first N - Q tokens are written
+to the caches (`ops.fused_qknorm_rope_write`, chunked) and its last Q tokens run through
+`SparseMXFP4Attention` as a chunked prefill (rows = query tokens, sparse top-k on the MXFP4 index-K).
+Against `reference.attention_oracle` (fp64, unquantized K/V/index-K, exact top-k) at the same Q positions:
+
+- rel-L2: ||out - oracle|| / ||oracle|| over the Q rows (all heads);
+- top-k agreement: share of the oracle's selected blocks (init/local forcing included) that were selected;
+- needle recall: share of (query row, needle) pairs whose block every index head selected.
+
+Reference caches: `fp8` (float8_e4m3fn, unit scale, saturating at 448) and `bf16` run through the oracle itself
+with K, V and index-K rounded through that dtype (`kv_round`), so they carry no kernel error at all; the
+`mxfp4-<mode> (emulated)` rows do the same with the MXFP4 codec, separating codec error from kernel error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from atom_mxfp4 import ops
+from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.demo import rel_l2, topk_agreement
+from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.reference import attention_oracle
+from atom_mxfp4.synthetic import make_weights
+
+from .accuracy_data import FAMILIES, make_family
+
+WRITE_CHUNK = 8192  # tokens per cache-write call (bounds the fp32 temporaries of the torch backend)
+FP8_MAX = 448.0  # float8_e4m3fn largest finite value
+
+
+@dataclass
+class Row:
+    family: str
+    tokens: int
+    cache: str  # "mxfp4-ceil" ... (the layer), "mxfp4-ceil (emulated)", "fp8", "bf16", "exact"
+    seed: int
+    rel_l2: float
+    topk_agreement: float
+    needle_hits: int
+    needle_asked: int
+    per_needle: dict  # needle position -> recall in [0, 1]
+    seconds: float
+
+
+def _round_fp8(t: torch.Tensor) -> torch.Tensor:
+    return t.float().clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn).double()
+
+
+def _round_bf16(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.bfloat16).double()
+
+
+def _round_mxfp4(mode: ScaleMode):
+    def apply(t: torch.Tensor) -> torch.Tensor:
+        data, scale = quantize_mxfp4(t.float(), mode)
+        return dequantize_mxfp4(data, scale, torch.float64)
+
+    return apply
+
+
+def needle_recall(topk: torch.Tensor, needles: list[int], positions: torch.Tensor) -> dict[int, tuple[int, int]]:
+    """topk [niq, R, topk] block ids (-1 padded), positions [R]: needle -> (rows whose every head has its block, rows)."""
+    out = {}
+    for p in needles:
+        rows = positions >= p  # a row can only find needles at or before it
+        hit = (topk == p // PAGE_SIZE).any(-1).all(0)  # [R]
+        out[p] = (int((hit & rows).sum()), int(rows.sum()))
+    return out
+
+
+def run_layer(request, weights, config: LayerConfig, num_queries: int, device, backend):
+    """Write the prompt to fresh MXFP4 caches, run the last `num_queries` tokens through the layer.
+
+    Returns (out [Q, nq*D] bf16 on cpu, topk [niq, Q, topk] i32 on cpu).
+    """
+    n = request.qkv.shape[0]
+    prompt = n - num_queries
+    pages = -(-n // PAGE_SIZE)
+    # pages in a shuffled order (page ids are not token order in a real pool), one spare page
+    block_table = (torch.randperm(pages + 1, generator=torch.Generator().manual_seed(pages))[:pages]
+                   .int()[None].to(device))
+    caches = LayerCaches.allocate(config, pages + 1, device)
+    layer = SparseMXFP4Attention(config, weights, backend=backend)
+    w = {k: v.to(device) for k, v in weights.items()}
+    qkv = request.qkv.to(device)
+    for start in range(0, prompt, WRITE_CHUNK):
+        count = min(WRITE_CHUNK, prompt - start)
+        meta = AttentionMetadata.for_requests(block_table, [start], [count])
+        ops.fused_qknorm_rope_write(
+            qkv[start : start + count], meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"),
+            w.get("idx_k_norm"), layer.cos_sin_cache(device), meta.slot_mapping, caches.k, caches.v,
+            caches.index_k, num_q_heads=config.num_q_heads, num_kv_heads=config.num_kv_heads,
+            num_index_heads=config.index_heads, rotary_dim=config.rotary_dim, eps=config.eps,
+            scale_mode=config.scale_mode, q_dtype=config.q_dtype, backend=backend)
+    meta = AttentionMetadata.for_requests(block_table, [prompt], [num_queries])
+    out, topk = layer(qkv[prompt:], meta, caches, return_topk=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return out.cpu(), topk.cpu()
+
+
+def _row(family, tokens, cache, seed, out, selected, exact, needles, positions, seconds) -> Row:
+    recall = needle_recall(selected, needles, positions) if needles else {}
+    return Row(family=family, tokens=tokens, cache=cache, seed=seed, rel_l2=rel_l2(out, exact.out),
+               topk_agreement=topk_agreement(selected, exact.selected),
+               needle_hits=sum(h for h, _ in recall.values()), needle_asked=sum(a for _, a in recall.values()),
+               per_needle={str(p): (h / a if a else float("nan")) for p, (h, a) in recall.items()},
+               seconds=round(seconds, 3))
+
+
+def evaluate_case(family: str, tokens: int, seed: int, args, device) -> list[Row]:
+    """All cache variants of one (family, context length, seed)."""
+    modes = [ScaleMode.parse(m) for m in args.scale_modes.split(",")]
+    base = LayerConfig(topk=args.topk, max_position=tokens + 1)
+    weights = make_weights(base, seed)
+    depths = [float(x) for x in args.needle_depths.split(",")]
+    request = make_family(family, base, tokens, args.queries, depths, seed)
+    positions = torch.arange(tokens - args.queries, tokens)
+    needles = request.needles
+
+    def oracle(kv_round=None):
+        t0 = time.perf_counter()
+        result = attention_oracle(request.qkv, weights, base, query_positions=positions, kv_round=kv_round)
+        return result, time.perf_counter() - t0
+
+    exact, seconds = oracle()
+    rows = [_row(family, tokens, "exact", seed, exact.out, exact.selected, exact, needles, positions, seconds)]
+    for name, fn in (("fp8", _round_fp8), ("bf16", _round_bf16)):
+        if name in args.caches:
+            ref, seconds = oracle(fn)
+            rows.append(_row(family, tokens, name, seed, ref.out, ref.selected, exact, needles, positions, seconds))
+    for mode in modes:
+        if args.emulate:
+            ref, seconds = oracle(_round_mxfp4(mode))
+            rows.append(_row(family, tokens, f"mxfp4-{mode.value} (emulated)", seed, ref.out, ref.selected, exact,
+                             needles, positions, seconds))
+        config = LayerConfig(topk=args.topk, max_position=tokens + 1, scale_mode=mode)
+        t0 = time.perf_counter()
+        out, topk = run_layer(request, weights, config, args.queries, device, args.backend)
+        rows.append(_row(family, tokens, f"mxfp4-{mode.value}", seed, out, topk, exact, needles, positions,
+                         time.perf_counter() - t0))
+    return rows
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """An `atom-mxfp4 eval accuracy ...` line equivalent to `args` (the options that differ from the defaults)."""
+    defaults = argparse.ArgumentParser()
+    add_arguments(defaults)
+    words = ["atom-mxfp4", "eval", "accuracy"]
+    for action in defaults._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default:
+            continue
+        flag = action.option_strings[0]
+        words += [flag] if isinstance(action, argparse._StoreFalseAction) else [flag, str(value)]
+    return shlex.join(words)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--families", default=",".join(FAMILIES), help=f"comma list of {list(FAMILIES)}")
+    parser.add_argument("--tokens", type=int, default=4096, help="context length of every family but 'long'")
+    parser.add_argument("--long-tokens", default="16384", help="context lengths of the 'long' family, comma list")
+    parser.add_argument("--queries", type=int, default=32, help="query rows per request (its last tokens)")
+    parser.add_argument("--needle-depths", default="0.05,0.25,0.5,0.75,0.95",
+                        help="needle positions as fractions of the prompt")
+    parser.add_argument("--topk", type=int, default=16, help="top-k blocks of 128 tokens")
+    parser.add_argument("--scale-modes", default="ceil,floor,mse", help="ScaleModes of the MXFP4 cache")
+    parser.add_argument("--caches", default="fp8,bf16", help="reference caches through the oracle (fp8,bf16)")
+    parser.add_argument("--no-emulate", dest="emulate", action="store_false",
+                        help="skip the oracle-with-MXFP4-rounding rows")
+    parser.add_argument("--seeds", default="0", help="seeds, comma list (one request per family and seed)")
+    parser.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
+    parser.add_argument("--backend", default=None, choices=["torch", "triton", "flydsl"],
+                        help="force a backend (default: best available)")
+    parser.add_argument("--out-dir", default=None, help="write results.json, results.md and plots here")
+    parser.add_argument("--no-plots", dest="plots", action="store_false", help="skip the matplotlib plots")
+
+
+def run_study(args: argparse.Namespace) -> dict:
+    """Run every case, print the table, write results (json, md, png) to args.out_dir; return the results dict."""
+    from .accuracy_report import markdown_report, write_plots
+
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    families = [f for f in args.families.split(",") if f]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"--families must be a subset of {list(FAMILIES)}, got unknown {unknown}")
+    if args.queries < 1 or args.queries >= args.tokens:
+        raise ValueError(f"--queries must be in [1, --tokens), got {args.queries} with --tokens {args.tokens}")
+    cases = [(f, n, s) for f in families for n in (_int_list(args.long_tokens) if f == "long" else [args.tokens])
+             for s in _int_list(args.seeds)]
+    started = time.time()
+    rows: list[Row] = []
+    for i, (family, tokens, seed) in enumerate(cases):
+        t0 = time.perf_counter()
+        case_rows = evaluate_case(family, tokens, seed, args, device)
+        rows += case_rows
+        summary = ", ".join(f"{r.cache} {r.rel_l2:.4f}" for r in case_rows if r.cache.startswith("mxfp4-")
+                            and "emulated" not in r.cache)
+        print(f"[accuracy {i + 1}/{len(cases)}] {family} N={tokens} seed={seed} "
+              f"({time.perf_counter() - t0:.1f}s): rel-L2 {summary}", file=sys.stderr, flush=True)
+    results = {
+        "command": _command_line(args),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({platform.processor() or platform.machine()})",
+        "backend": args.backend or "default",
+        "torch": torch.__version__,
+        "queries": args.queries,
+        "topk": args.topk,
+        "seconds": round(time.time() - started, 1),
+        "rows": [asdict(r) for r in rows],
+    }
+    report = markdown_report(results)
+    print(report)
+    if args.out_dir:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+        plots = write_plots(results, out) if args.plots else []
+        (out / "results.md").write_text(markdown_report(results, plots) + "\n")
+        print(f"wrote {out}/results.json, results.md" + "".join(f", {p.name}" for p in plots), file=sys.stderr)
+    return results

@@ -1,0 +1,65 @@
+"""Synthetic request families for the accuracy study (what a 4-bit KV cache has to survive).
+
+Every family returns an `atom_mxfp4.synthetic.SyntheticRequest` (qkv [N, W] bf16 before QK-norm, needle
+positions, `seek_from` = first position whose queries seek the needles). All but `heavy_tail` are the lead's
+generator (`atom_mxfp4.synthetic.make_request`) with family-specific knobs:
+
+| family | what it stresses |
+|---|---|
+| gaussian | i.i.d. N(0, 1): the easy case, the codec's own error floor (no needles) |
+| heavy_tail | Student-t (3 dof) entries + outlier channels x10 in K, V and index-K: a 32-block scale set by one outlier |
+| sink | a strong attention sink at position 0 that every query leans on (no needles) |
+| needles | the realistic mix (channel spread, V outliers, sink) + needles at `depths` of the prompt |
+| long | `needles` at long contexts (the caller picks N) |
+"""
+
+from __future__ import annotations
+
+import torch
+
+from atom_mxfp4.cache import HEAD_DIM
+from atom_mxfp4.synthetic import SyntheticRequest, make_request
+
+FAMILIES = ("gaussian", "heavy_tail", "sink", "needles", "long")
+
+
+def needle_positions(num_tokens: int, num_queries: int, depths: list[float]) -> list[int]:
+    """Needle positions at fractions `depths` of the prompt (the tokens before the query rows)."""
+    prompt = num_tokens - num_queries
+    return sorted({min(prompt - 1, max(0, int(d * prompt))) for d in depths})
+
+
+def heavy_tail_request(config, num_tokens: int, seed: int, outlier_channels: int = 4,
+                       outlier_gain: float = 10.0) -> SyntheticRequest:
+    """Student-t(3) entries (unit-variance scaled) with `outlier_channels` channels x `outlier_gain` in K, V, idx-K."""
+    g = torch.Generator().manual_seed(seed)
+    nq, nkv, niq = config.num_q_heads, config.num_kv_heads, config.index_heads
+    heads = nq + 2 * nkv + niq + (1 if niq else 0)
+    # t(3) = N(0,1) / sqrt(chi2(3) / 3); variance 3, so divide by sqrt(3)
+    normal = torch.randn(num_tokens, heads, HEAD_DIM, generator=g)
+    chi2 = torch.randn(num_tokens, heads, HEAD_DIM, 3, generator=g).pow(2).sum(-1)
+    x = normal / (chi2 / 3).sqrt() / 3**0.5
+    channels = torch.randperm(HEAD_DIM, generator=g)[:outlier_channels]
+    gain = torch.ones(HEAD_DIM)
+    gain[channels] = outlier_gain
+    k = slice(nq, nq + 2 * nkv)  # K and V
+    x[:, k] *= gain
+    if niq:
+        x[:, heads - 1] *= gain  # index-K
+    return SyntheticRequest(x.reshape(num_tokens, -1).bfloat16(), [], num_tokens)
+
+
+def make_family(name: str, config, num_tokens: int, num_queries: int, depths: list[float],
+                seed: int) -> SyntheticRequest:
+    """One request of `num_tokens` tokens of family `name`; its last `num_queries` tokens are the query rows."""
+    seek_from = num_tokens - num_queries
+    if name == "gaussian":
+        return make_request(config, num_tokens, [], seek_from, seed=seed, family="gaussian")
+    if name == "heavy_tail":
+        return heavy_tail_request(config, num_tokens, seed)
+    if name == "sink":
+        return make_request(config, num_tokens, [], seek_from, seed=seed, sink_strength=1.0)
+    if name in ("needles", "long"):
+        return make_request(config, num_tokens, needle_positions(num_tokens, num_queries, depths), seek_from,
+                            seed=seed)
+    raise ValueError(f"family must be one of {list(FAMILIES)}, got {name!r}")

@@ -1,0 +1,175 @@
+"""Markdown tables and matplotlib plots of an accuracy-study results dict (see evals/accuracy.py).
+
+Rows of several seeds are averaged per (family, tokens, cache); needle recall pools hits over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+REFERENCE_ORDER = ("exact", "bf16", "fp8")
+
+
+def _cache_order(caches) -> list[str]:
+    refs = [c for c in REFERENCE_ORDER if c in caches]
+    layer = sorted(c for c in caches if c.startswith("mxfp4-") and "emulated" not in c)
+    emulated = sorted(c for c in caches if "emulated" in c)
+    return refs + layer + emulated
+
+
+def aggregate(results: dict) -> tuple[list[tuple[str, int]], list[str], dict]:
+    """-> (cases [(family, tokens)] in run order, caches in display order, {(family, tokens, cache): stats})."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    cases: list[tuple[str, int]] = []
+    for row in results["rows"]:
+        case = (row["family"], row["tokens"])
+        if case not in cases:
+            cases.append(case)
+        groups[case + (row["cache"],)].append(row)
+    stats = {}
+    for key, rows in groups.items():
+        per_needle = defaultdict(list)
+        for r in rows:
+            for p, v in r["per_needle"].items():
+                per_needle[int(p)].append(v)
+        stats[key] = {
+            "rel_l2": sum(r["rel_l2"] for r in rows) / len(rows),
+            "topk_agreement": sum(r["topk_agreement"] for r in rows) / len(rows),
+            "needle_hits": sum(r["needle_hits"] for r in rows),
+            "needle_asked": sum(r["needle_asked"] for r in rows),
+            "per_needle": {p: sum(v) / len(v) for p, v in sorted(per_needle.items())},
+            "seeds": len(rows),
+        }
+    caches = _cache_order({k[2] for k in stats})
+    return cases, caches, stats
+
+
+def _table(title: str, cases, caches, stats, cell) -> list[str]:
+    lines = [f"### {title}", "", "| family | N | " + " | ".join(caches) + " |",
+             "|---|---:|" + "---:|" * len(caches)]
+    for family, tokens in cases:
+        cells = [cell(stats.get((family, tokens, c))) for c in caches]
+        lines.append(f"| {family} | {tokens} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def mode_summary(results: dict) -> dict[str, dict[str, float]]:
+    """Per layer cache (mxfp4-<mode>): geometric-mean rel-L2 over cases, mean top-k agreement, pooled recall."""
+    cases, caches, stats = aggregate(results)
+    out = {}
+    for c in caches:
+        if c == "exact":
+            continue
+        vals = [stats[(f, n, c)] for f, n in cases if (f, n, c) in stats]
+        hits = sum(v["needle_hits"] for v in vals)
+        asked = sum(v["needle_asked"] for v in vals)
+        out[c] = {
+            "geomean_rel_l2": math.exp(sum(math.log(max(v["rel_l2"], 1e-30)) for v in vals) / len(vals)),
+            "worst_rel_l2": max(v["rel_l2"] for v in vals),
+            "mean_topk_agreement": sum(v["topk_agreement"] for v in vals) / len(vals),
+            "needle_recall": hits / asked if asked else float("nan"),
+        }
+    return out
+
+
+def markdown_report(results: dict, plots: list[Path] | None = None) -> str:
+    cases, caches, stats = aggregate(results)
+    head = [
+        f"Command: `{results['command']}`  ",
+        f"Device: {results['device']}, backend {results['backend']}, torch {results['torch']}; "
+        f"{results['queries']} query rows per request, top-{results['topk']} blocks of 128; "
+        f"{results['seconds']} s.",
+        "",
+        "Columns: `exact` = the fp64 oracle itself; `bf16` / `fp8` = the oracle with K, V, index-K rounded through "
+        "that dtype; `mxfp4-<mode>` = the layer (MXFP4 caches, sparse top-k on the MXFP4 index-K, bf16 q and "
+        "output); `mxfp4-<mode> (emulated)` = the oracle with K, V, index-K rounded through the MXFP4 codec.",
+        "",
+    ]
+    lines = head + _table("Output rel-L2 vs the fp64 oracle (lower is better)", cases, caches, stats,
+                          lambda s: "-" if s is None else f"{s['rel_l2']:.4f}")
+    lines += _table("Top-k block agreement with the oracle (higher is better)", cases, caches, stats,
+                    lambda s: "-" if s is None else f"{100 * s['topk_agreement']:.1f}%")
+    needle_cases = [c for c in cases if any(stats.get(c + (k,), {}).get("needle_asked") for k in caches)]
+    if needle_cases:
+        lines += _table("Needle recall (rows x needles whose block every index head kept)", needle_cases, caches,
+                        stats, lambda s: "-" if s is None or not s["needle_asked"]
+                        else f"{s['needle_hits']}/{s['needle_asked']}")
+    summary = mode_summary(results)
+    lines += ["### Summary over all cases", "",
+              "| cache | geomean rel-L2 | worst rel-L2 | mean top-k agreement | needle recall |",
+              "|---|---:|---:|---:|---:|"]
+    for c, s in summary.items():
+        lines.append(f"| {c} | {s['geomean_rel_l2']:.4f} | {s['worst_rel_l2']:.4f} | "
+                     f"{100 * s['mean_topk_agreement']:.1f}% | {100 * s['needle_recall']:.1f}% |")
+    if plots:
+        lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(lines)
+
+
+def write_plots(results: dict, out_dir: Path) -> list[Path]:
+    """rel-L2 per family, needle recall per depth, rel-L2 per context length (when several). -> paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases, caches, stats = aggregate(results)
+    shown = [c for c in caches if c != "exact" and "emulated" not in c]
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(cases)), 4))
+    width = 0.8 / max(1, len(shown))
+    for i, c in enumerate(shown):
+        xs = [j + i * width for j in range(len(cases))]
+        ys = [stats.get((f, n, c), {}).get("rel_l2", float("nan")) for f, n in cases]
+        ax.bar(xs, ys, width, label=c)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cases))], [f"{f}\nN={n}" for f, n in cases], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("output rel-L2 vs fp64 oracle")
+    ax.set_title("KV cache error by data family")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(out_dir / "rel_l2_by_family.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    needle_cases = [(f, n) for f, n in cases if stats.get((f, n, "exact"), {}).get("per_needle")]
+    if needle_cases:
+        fig, axes = plt.subplots(1, len(needle_cases), figsize=(4.5 * len(needle_cases), 3.6), squeeze=False)
+        for ax, (f, n) in zip(axes[0], needle_cases):
+            prompt = n - results["queries"]
+            for c in ["exact"] + shown:
+                s = stats.get((f, n, c))
+                if s and s["per_needle"]:
+                    ax.plot([p / prompt for p in s["per_needle"]], list(s["per_needle"].values()), marker="o",
+                            label=c)
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_xlabel("needle depth (fraction of prompt)")
+            ax.set_ylabel("recall")
+            ax.set_title(f"{f}, N={n}")
+        axes[0][0].legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(out_dir / "needle_recall_by_depth.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+
+    lengths = sorted({n for f, n in cases if f in ("needles", "long")})
+    if len(lengths) > 1:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for c in shown:
+            pts = sorted((n, stats[(f, n, c)]["rel_l2"]) for f, n in cases
+                         if f in ("needles", "long") and (f, n, c) in stats)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=c)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("context length N (tokens)")
+        ax.set_ylabel("output rel-L2 vs fp64 oracle")
+        ax.set_title("needles family: error vs context length")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(out_dir / "rel_l2_vs_context.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths
