@@ -30,8 +30,8 @@ cp -r "$ROOT/atom_mxfp4/." "$PKG/atom_mxfp4/"
 for sub in kernels model_patches evals; do
   [ -d "$ROOT/$sub" ] && ln -sfn "$ROOT/$sub" "$PKG/atom_mxfp4/$sub"
 done
-export PYTHONPATH="$PKG:${PYTHONPATH:-}"
-python3 -c "import atom_mxfp4.kernels.triton as t; print('atom_mxfp4 triton backend from', t.__file__)" || exit 2
+export PYTHONPATH="$PKG:${PYTHONPATH:-}"  # run with python3 -P: the repo root (holding atom_mxfp4/ without kernels/) must not shadow it
+python3 -P -c "import atom_mxfp4.kernels.triton as t; print('atom_mxfp4 triton backend from', t.__file__)" || exit 2
 
 # ---- 2. SGLang peer kernels
 SGL=/tmp/sgl
@@ -41,12 +41,12 @@ if [ -n "$WHEEL" ]; then cp "$WHEEL" "$SGL/wheel.whl"; PEER="--sglang-root $SGL"
 
 # ---- 3. tests
 STATUS=0
-timeout ${T_GPU_TESTS:-150} python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tail -40 || STATUS=1
-timeout ${T_CPU_TESTS:-70} python3 -m pytest -q tests/test_triton_ops.py -p no:cacheprovider 2>&1 | tail -15 || STATUS=1
+timeout ${T_GPU_TESTS:-150} python3 -P -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tail -40 || STATUS=1
+timeout ${T_CPU_TESTS:-70} python3 -P -m pytest -q tests/test_triton_ops.py -p no:cacheprovider 2>&1 | tail -15 || STATUS=1
 
 # ---- 4. memcheck
 if command -v compute-sanitizer >/dev/null; then
-  timeout ${T_SANITIZER:-100} compute-sanitizer --tool memcheck --error-exitcode 3 python3 evals/bench/sanitize_cases.py 2>&1 \
+  timeout ${T_SANITIZER:-100} compute-sanitizer --tool memcheck --error-exitcode 3 python3 -P evals/bench/sanitize_cases.py 2>&1 \
     | tail -25 || STATUS=1
 else
   echo "compute-sanitizer not found: memcheck not run"
@@ -55,7 +55,7 @@ fi
 # ---- 5. benchmarks
 BENCH_ARGS=""
 [ "$MODE" = quick ] && BENCH_ARGS="--quick --sweep"
-timeout ${T_BENCH:-300} python3 evals/bench/run_bench.py --out "$RES" $PEER $BENCH_ARGS 2>&1 | grep -v "^|" || STATUS=1
+timeout ${T_BENCH:-300} python3 -P evals/bench/run_bench.py --out "$RES" $PEER $BENCH_ARGS 2>&1 | grep -v "^|" || STATUS=1
 
 # ---- 6. other engineers' steps
 for step in "$ROOT"/scripts/h200.d/*.sh; do
