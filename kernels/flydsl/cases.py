@@ -73,7 +73,7 @@ def make_case(name: str, *, group: int, context_lens: list[int], q_dtype=torch.b
     else:
         qs = None
     out = torch.full((rows, group, L.HEAD_DIM), float("nan"), dtype=torch.bfloat16)
-    to = (lambda t: t.to(device)) if device != "cpu" else (lambda t: t)
+    to = lambda t: t.to(device)  # noqa: E731
     return DecodeCase(name, to(out), to(q), to(records[0].contiguous()), to(records[1].contiguous()), to(tables),
                       to(torch.tensor(context_lens, dtype=torch.int32)), 1.0 / math.sqrt(L.HEAD_DIM),
                       to(qs) if isinstance(qs, torch.Tensor) else qs)

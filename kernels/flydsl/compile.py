@@ -191,12 +191,16 @@ def main(argv=None) -> None:
     parser.add_argument("--isa", type=Path, help="also write the ISA here")
     parser.add_argument("--table", action="store_true", help="compile every shipped specialization and print the "
                         "markdown table of docs/flydsl.md")
+    parser.add_argument("--isa-dir", type=Path, help="with --table: also write each specialization's ISA here")
     args = parser.parse_args(argv)
     if args.table:
         reports = compile_shipped()
         print(TABLE_HEADER)
         for name, report in reports.items():
             print(table_row(name, report))
+            if args.isa_dir:
+                args.isa_dir.mkdir(parents=True, exist_ok=True)
+                (args.isa_dir / (re.sub(r"[^a-z0-9]+", "_", name).strip("_") + ".s")).write_text(report.isa)
         return
     report = compile_isa(args.group, args.split, q_bf16=not args.e4m3, merge=args.merge)
     if args.isa:
