@@ -280,3 +280,31 @@ def test_backend_selection():
     H.err_names(ei, "no-such-backend")
     with pytest.raises(RuntimeError):  # an explicit backend that cannot run here raises, never falls back
         backends.resolve_backend("flydsl", "cpu")
+
+
+# ---- DESIGN §6: no input may make a kernel write outside its output or the slots it was given ----------------------
+@pytest.mark.parametrize("slot", [2 * 128, 2 * 128 + 5, -2, -129])
+def test_write_refuses_slots_outside_the_cache_and_writes_nothing(slot):
+    a = write_args()  # caches of 2 pages: valid slots are -1 (skip) and [0, 256)
+    a["slot_mapping"] = torch.tensor([0, 1, slot], dtype=I64)
+    before = [a["k_cache"].clone(), a["v_cache"].clone(), a["index_k_cache"].clone()]
+    with pytest.raises(ValueError) as ei:
+        call_write(a)
+    H.err_names(ei, "slot_mapping", str(slot))
+    for got, want in zip((a["k_cache"], a["v_cache"], a["index_k_cache"]), before):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("lens, tables, name", [
+    ([1, 2 * 128 + 1, 0], [[0, 0], [0, 1], [0, 0]], "context_lens"),  # more tokens than the table row addresses
+    ([1, -5, 0], [[0, 0], [0, 1], [0, 0]], "context_lens"),
+    ([1, 200, 0], [[0, 0], [0, 2], [0, 0]], "tables"),  # page 2 of a 2-page cache, read for tokens 128..199
+    ([1, 2, 0], [[0, 0], [-1, 0], [0, 0]], "tables"),
+])
+def test_pa_decode_refuses_out_of_range_rows(lens, tables, name):
+    a = decode_args()
+    a["context_lens"] = torch.tensor(lens, dtype=I32)
+    a["tables"] = torch.tensor(tables, dtype=I32)
+    with pytest.raises(ValueError) as ei:
+        call_decode(a)
+    H.err_names(ei, name)
