@@ -322,3 +322,14 @@ def test_round_trip_rel_l2_on_gaussian():
         rel[mode.value] = ((y - x).norm() / x.norm()).item()
     assert 0.03 < rel["ceil"] < 0.16, rel
     assert rel["mse"] <= min(rel["ceil"], rel["floor"]) + 1e-9, rel  # MSE picks the better of the two per block
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scale_exponent_matches_the_scale_bytes(mode):
+    from atom_mxfp4.format import scale_exponent
+
+    x = _random_blocks(21, 16).reshape(-1, 32)  # [64 blocks, 32]
+    e = scale_exponent(x, mode)
+    want = [H.scalar_exponents(row)[mode.value] for row in x.tolist()]
+    assert [int(v) for v in e.reshape(-1).tolist()] == want
+    assert torch.equal(e.reshape(-1).to(torch.int64), quant(x, mode)[1].reshape(-1).to(torch.int64))
