@@ -42,8 +42,10 @@ def graph_time_ms(calls, reps: int = 30) -> float:
 
 def copy_bandwidth_tbs(nbytes: int = 4 * 2**30) -> float:
     """Device-to-device copy, bytes read + written per second, in TB/s (the memory ceiling of this run)."""
-    src = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
+    src = torch.randint(0, 255, (nbytes // 4,), dtype=torch.int32, device="cuda")
     dst = torch.empty_like(src)
+    for _ in range(50):  # ~0.2 s of copies first: clocks come up from idle
+        dst.copy_(src)
     ms = graph_time_ms([lambda: dst.copy_(src)], reps=20)
     del src, dst
     torch.cuda.empty_cache()

@@ -316,7 +316,8 @@ def report(results, out: Path):
     us = lambda k: (lambda r: f"{r[k] * 1e3:.1f}")  # noqa: E731
     ratio = lambda a, b: (lambda r: f"{r[a] / r[b]:.2f}x")  # noqa: E731
     md = [f"# Triton backend on {results['device']} ({results['date']})\n",
-          f"Command: `{results['command']}`\n", f"Copy bandwidth (read + write): {results['copy_TBs']:.3f} TB/s\n",
+          f"Command: `{results['command']}`\n", f"Copy bandwidth (read + write, 4 GiB device copy): {results['copy_TBs']:.3f} TB/s at the start, "
+          f"{results.get('copy_TBs_end', float('nan')):.3f} TB/s at the end\n",
           f"Peer kernels: SGLang 0.5.23 wheel, files {results.get('peer_sha', {})}\n"]
     if results.get("sparse"):
         md += ["## 1. Sparse decode attend (16 q heads, 1 KV head, top-16 blocks of 128)\n",
@@ -402,6 +403,8 @@ def main():
         sweep_lines = []
         results["sweep"] = sweep(lambda m: (log(m), sweep_lines.append(m)))
         results["sweep_log"] = sweep_lines
+    results["copy_TBs_end"] = copy_bandwidth_tbs()
+    log(f"copy bandwidth at the end {results['copy_TBs_end']:.3f} TB/s")
     report(results, out)
     plots(results, out)
     log((out / "bench.md").read_text())

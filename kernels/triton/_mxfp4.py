@@ -10,12 +10,13 @@ inside the block; that way one byte is ``even | odd << 4`` with no reshape and t
 import triton
 import triton.language as tl
 
-PAGE_SIZE = 128
-HEAD_DIM = 128
-DATA_BYTES = 64  # e2m1 bytes per token-head
-SCALE_BYTES = 4  # e8m0 bytes per token-head
-SCALE_OFFSET = PAGE_SIZE * DATA_BYTES  # 8192: where the scale bytes of a record start
-RECORD_BYTES = PAGE_SIZE * (DATA_BYTES + SCALE_BYTES)  # 8704
+# tl.constexpr so kernels may read them (Triton refuses plain globals); host code uses int(...)
+PAGE_SIZE = tl.constexpr(128)
+HEAD_DIM = tl.constexpr(128)
+DATA_BYTES = tl.constexpr(64)  # e2m1 bytes per token-head
+SCALE_BYTES = tl.constexpr(4)  # e8m0 bytes per token-head
+SCALE_OFFSET = tl.constexpr(128 * 64)  # 8192: where the scale bytes of a record start
+RECORD_BYTES = tl.constexpr(128 * (64 + 4))  # 8704
 
 SCALE_MODE_IDS = {"floor": 0, "ceil": 1, "mse": 2}  # constexpr ids of ScaleMode
 

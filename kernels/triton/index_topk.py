@@ -23,9 +23,9 @@ from atom_mxfp4.errors import expect
 
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand
 
-INIT_SCORE = 1e30
-LOCAL_SCORE = 1e29
-BLOCK_H = 16  # index heads per dot (padded; niq <= 16)
+INIT_SCORE = tl.constexpr(1e30)
+LOCAL_SCORE = tl.constexpr(1e29)
+BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
 
 
 @triton.jit
@@ -133,11 +133,11 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8; block_table [B, max_blocks] i32; row_* [R] i32
     # ---- validate (launch invariants)
     rows, heads, _ = idx_q.shape
-    expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {BLOCK_H}", heads)
+    expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {int(BLOCK_H)}", heads)
     expect(idx_q.is_contiguous() and block_table.is_contiguous(), "idx_q / block_table", "contiguous",
            f"strides {idx_q.stride()} / {block_table.stride()}")
-    expect(index_k_cache.is_contiguous() and index_k_cache.shape[1:] == (1, RECORD_BYTES), "index_k_cache",
-           f"contiguous [pages, 1, {RECORD_BYTES}]", list(index_k_cache.shape))
+    expect(index_k_cache.is_contiguous() and index_k_cache.shape[1:] == (1, int(RECORD_BYTES)), "index_k_cache",
+           f"contiguous [pages, 1, {int(RECORD_BYTES)}]", list(index_k_cache.shape))
     # ---- flatten
     max_blocks = block_table.shape[1]
     device = idx_q.device

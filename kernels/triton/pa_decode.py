@@ -23,7 +23,7 @@ from atom_mxfp4.errors import expect
 
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, to_bf16_rne
 
-BLOCK_H = 16  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
+BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
 LOG2E = 1.4426950408889634
 
 
@@ -34,7 +34,7 @@ def _pa_decode_kernel(
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
 ):
-    tl.static_assert(PAGE_SIZE % BLOCK_N == 0)
+    tl.static_assert(128 % BLOCK_N == 0)  # tiles never straddle a page (PAGE_SIZE = 128)
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     head = tl.arange(0, BLOCK_H)
@@ -56,7 +56,7 @@ def _pa_decode_kernel(
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
     token_in_tile = tl.arange(0, BLOCK_N)
-    TILES_PER_PAGE: tl.constexpr = PAGE_SIZE // BLOCK_N
+    TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N
     for tile in range(page_begin * TILES_PER_PAGE, page_end * TILES_PER_PAGE):
         page_index = tile // TILES_PER_PAGE
         page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
@@ -163,8 +163,8 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     splits = triton.cdiv(max_table_width, pages_per_split)  # no split without pages
     part_out = part_lse = None
     if splits > 1:
-        part_out = torch.empty(num_rows, splits, BLOCK_H, HEAD_DIM, dtype=torch.float32, device=device)
-        part_lse = torch.empty(num_rows, splits, BLOCK_H, dtype=torch.float32, device=device)
+        part_out = torch.empty(num_rows, splits, int(BLOCK_H), int(HEAD_DIM), dtype=torch.float32, device=device)
+        part_lse = torch.empty(num_rows, splits, int(BLOCK_H), dtype=torch.float32, device=device)
     return DecodePlan(num_rows, max_table_width, group, splits, pages_per_split, part_out, part_lse,
                       config or decode_config(num_rows, group))
 
@@ -175,12 +175,12 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     # ---- validate (launch invariants; user input was checked by atom_mxfp4.ops)
     rows, group, _ = q.shape
     width = tables.shape[1]
-    expect(group <= BLOCK_H, "q.shape[1] (GQA group)", f"<= {BLOCK_H}", group)
+    expect(group <= BLOCK_H, "q.shape[1] (GQA group)", f"<= {int(BLOCK_H)}", group)
     expect(q.is_contiguous() and out.is_contiguous() and tables.is_contiguous(), "q / out / tables",
            "contiguous", f"strides {q.stride()} / {out.stride()} / {tables.stride()}")
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        expect(cache.is_contiguous() and cache.shape[-1] == RECORD_BYTES, f"{name} layout",
-               f"contiguous [pages, heads, {RECORD_BYTES}] records", f"{list(cache.shape)} {cache.stride()}")
+        expect(cache.is_contiguous() and cache.shape[-1] == int(RECORD_BYTES), f"{name} layout",
+               f"contiguous [pages, heads, {int(RECORD_BYTES)}] records", f"{list(cache.shape)} {cache.stride()}")
     if plan is not None:
         expect(plan.num_rows == rows and plan.max_table_width == width, "plan",
                f"made for rows={rows}, max_table_width={width}",

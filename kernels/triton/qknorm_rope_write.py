@@ -135,11 +135,11 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                             num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype, config=None):
     # ---- validate (kernel invariants the launch relies on; user input was checked by atom_mxfp4.ops)
     expect(qkv.stride(-1) == 1, "qkv.stride(-1)", "1", qkv.stride(-1))
-    expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= HEAD_DIM, "rotary_dim", f"even in [2, {HEAD_DIM}]", rotary_dim)
+    expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= int(HEAD_DIM), "rotary_dim", f"even in [2, {int(HEAD_DIM)}]", rotary_dim)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache), ("index_k_cache", index_k_cache)):
         if cache is not None:
-            expect(cache.dtype == torch.uint8 and cache.dim() == 3 and cache.stride(1) == RECORD_BYTES
-                   and cache.stride(2) == 1, f"{name} layout", f"uint8 [pages, heads, {RECORD_BYTES}] records",
+            expect(cache.dtype == torch.uint8 and cache.dim() == 3 and cache.stride(1) == int(RECORD_BYTES)
+                   and cache.stride(2) == 1, f"{name} layout", f"uint8 [pages, heads, {int(RECORD_BYTES)}] records",
                    f"{cache.dtype} {list(cache.shape)} strides {tuple(cache.stride())}")
     # ---- flatten
     nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
@@ -147,8 +147,8 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     device = qkv.device
     mode = SCALE_MODE_IDS[ScaleMode.parse(scale_mode).value]
     # ---- allocate outputs
-    q_out = torch.empty(tokens, nq, HEAD_DIM, dtype=q_dtype, device=device)
-    iq_out = torch.empty(tokens, niq, HEAD_DIM, dtype=torch.bfloat16, device=device) if niq else None
+    q_out = torch.empty(tokens, nq, int(HEAD_DIM), dtype=q_dtype, device=device)
+    iq_out = torch.empty(tokens, niq, int(HEAD_DIM), dtype=torch.bfloat16, device=device) if niq else None
     # ---- early return
     if tokens == 0:
         return q_out, iq_out
