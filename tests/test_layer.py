@@ -28,6 +28,7 @@ from atom_mxfp4.reference import attention_oracle  # noqa: E402
 ROUNDED_TOL = 2.0 ** -7  # bf16 q + bf16 out roundings (2 x 2**-9) with a 2x band
 KV_ERROR_GAIN = 1.5  # output rel-L2 per unit of K/V rel-L2 round-trip error (measured ~1.0; softmax averages V errors, K errors
 #                      move logits by |q| * |dk| * scale)
+Q_ERROR_GAIN = 1.0  # output rel-L2 per unit of q rel-L2 rounding error (logit errors average over the softmax)
 MIN_TOPK_AGREEMENT_ROUNDED = 0.97  # bf16 idx_q may flip a few exact-score near-ties
 
 
@@ -188,6 +189,32 @@ def test_other_scale_modes(backend, mode):
     run = Run(config, reqs, weights, seed=6, backend=backend)
     out, topk, spans = run.step([450, 97])
     check_step(run, weights, out, topk, spans, mode)
+
+
+def q_e4m3_error(config, reqs, weights) -> float:
+    """Measured rel-L2 of rounding the normalised q of this data to float8_e4m3fn (unit scale)."""
+    errs = []
+    for x in reqs:
+        q = x.double().view(x.shape[0], -1, 128)[:, :config.num_q_heads]
+        q = q / torch.sqrt((q ** 2).mean(-1, keepdim=True) + config.eps) * (1 + weights["q_norm"].double())
+        errs.append(rel_l2(q.float().to(torch.float8_e4m3fn).double(), q))
+    return max(errs)
+
+
+@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("name", ["sparse_tp4", "dense_tp4"])
+def test_fp8_query(backend, name):
+    # q in e4m3 (what the gfx950 kernel consumes): the extra error is bounded by q's own e4m3 round-trip error
+    config = LayerConfig(**CONFIGS[name], q_dtype=torch.float8_e4m3fn)
+    reqs, weights = make_requests(config, [450, 97], seed=13)
+    run = Run(config, reqs, weights, seed=14, backend=backend)
+    out, topk, spans = run.step([450, 97])
+    e_q = q_e4m3_error(config, reqs, weights)
+    assert 0.01 < e_q < 0.05, e_q  # 3 mantissa bits
+    err, agree = compare(run, weights, out, topk, spans, mxfp4_round(config.scale_mode))
+    tol = Q_ERROR_GAIN * e_q + ROUNDED_TOL
+    assert err <= tol, f"rel-L2 {err:.3e} with e4m3 q > {tol:.3e} (q e4m3 error {e_q:.3e})"
+    assert agree >= MIN_TOPK_AGREEMENT_ROUNDED  # idx_q stays bf16
 
 
 @pytest.mark.parametrize("backend", ["torch"])
