@@ -17,6 +17,7 @@ with K, V and index-K rounded through that dtype (`kv_round`), so they carry no 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import shlex
@@ -53,6 +54,7 @@ class Row:
     needle_asked: int
     per_needle: dict  # needle position -> recall in [0, 1]
     seconds: float
+    layer: str = "sparse"  # "dense": full attention over the whole context (no selection; agreement n/a = 1)
 
 
 def _round_fp8(t: torch.Tensor) -> torch.Tensor:
@@ -84,7 +86,7 @@ def needle_recall(topk: torch.Tensor, needles: list[int], positions: torch.Tenso
 def run_layer(request, weights, config: LayerConfig, num_queries: int, device, backend):
     """Write the prompt to fresh MXFP4 caches, run the last `num_queries` tokens through the layer.
 
-    Returns (out [Q, nq*D] bf16 on cpu, topk [niq, Q, topk] i32 on cpu).
+    Returns (out [Q, nq*D] bf16 on cpu, topk [niq, Q, topk] i32 on cpu, None on dense layers).
     """
     n = request.qkv.shape[0]
     prompt = n - num_queries
@@ -109,10 +111,14 @@ def run_layer(request, weights, config: LayerConfig, num_queries: int, device, b
     out, topk = layer(qkv[prompt:], meta, caches, return_topk=True)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return out.cpu(), topk.cpu()
+    return out.cpu(), (None if topk is None else topk.cpu())
 
 
 def _row(family, tokens, cache, seed, out, selected, exact, needles, positions, seconds) -> Row:
+    if selected is None:  # dense layer: no selection
+        return Row(family=family, tokens=tokens, cache=cache, seed=seed, rel_l2=rel_l2(out, exact.out),
+                   topk_agreement=1.0, needle_hits=0, needle_asked=0, per_needle={}, seconds=round(seconds, 3),
+                   layer="dense")
     recall = needle_recall(selected, needles, positions) if needles else {}
     return Row(family=family, tokens=tokens, cache=cache, seed=seed, rel_l2=rel_l2(out, exact.out),
                topk_agreement=topk_agreement(selected, exact.selected),
@@ -122,36 +128,47 @@ def _row(family, tokens, cache, seed, out, selected, exact, needles, positions, 
 
 
 def evaluate_case(family: str, tokens: int, seed: int, args, device) -> list[Row]:
-    """All cache variants of one (family, context length, seed)."""
+    """All cache variants of one (family, context length, seed); with args.dense also the dense layer."""
     modes = [ScaleMode.parse(m) for m in args.scale_modes.split(",")]
-    base = LayerConfig(topk=args.topk, max_position=tokens + 1)
-    weights = make_weights(base, seed)
+    sparse = LayerConfig(topk=args.topk, max_position=tokens + 1)
+    weights = make_weights(sparse, seed)
     depths = [float(x) for x in args.needle_depths.split(",")]
-    request = make_family(family, base, tokens, args.queries, depths, seed)
+    request = make_family(family, sparse, tokens, args.queries, depths, seed)
     positions = torch.arange(tokens - args.queries, tokens)
-    needles = request.needles
+    rows = []
+    for base in [sparse] + ([LayerConfig(sparse=False, max_position=tokens + 1)] if args.dense else []):
+        # dense layers have no indexer: the same tokens without the idx_q / idx_k heads
+        req = type(request)(request.qkv[:, : base.qkv_width].contiguous(), request.needles, request.seek_from)
+        w = {k: v for k, v in weights.items() if base.sparse or not k.startswith("idx")}
+        rows += _variants(family, tokens, seed, args, device, base, req, w, positions, modes)
+    return rows
+
+
+def _variants(family, tokens, seed, args, device, base, request, weights, positions, modes) -> list[Row]:
+    needles = request.needles if base.sparse else []
 
     def oracle(kv_round=None):
         t0 = time.perf_counter()
         result = attention_oracle(request.qkv, weights, base, query_positions=positions, kv_round=kv_round)
         return result, time.perf_counter() - t0
 
+    def row(cache, out, selected, seconds):
+        return _row(family, tokens, cache, seed, out, selected, exact, needles, positions, seconds)
+
     exact, seconds = oracle()
-    rows = [_row(family, tokens, "exact", seed, exact.out, exact.selected, exact, needles, positions, seconds)]
+    rows = [row("exact", exact.out, exact.selected, seconds)]
     for name, fn in (("fp8", _round_fp8), ("bf16", _round_bf16)):
         if name in args.caches:
             ref, seconds = oracle(fn)
-            rows.append(_row(family, tokens, name, seed, ref.out, ref.selected, exact, needles, positions, seconds))
+            rows.append(row(name, ref.out, ref.selected, seconds))
     for mode in modes:
         if args.emulate:
             ref, seconds = oracle(_round_mxfp4(mode))
-            rows.append(_row(family, tokens, f"mxfp4-{mode.value} (emulated)", seed, ref.out, ref.selected, exact,
-                             needles, positions, seconds))
-        config = LayerConfig(topk=args.topk, max_position=tokens + 1, scale_mode=mode)
+            rows.append(row(f"mxfp4-{mode.value} (emulated)", ref.out, ref.selected, seconds))
+        config = dataclasses.replace(base, scale_mode=mode)
         t0 = time.perf_counter()
         out, topk = run_layer(request, weights, config, args.queries, device, args.backend)
-        rows.append(_row(family, tokens, f"mxfp4-{mode.value}", seed, out, topk, exact, needles, positions,
-                         time.perf_counter() - t0))
+        rows.append(row(f"mxfp4-{mode.value}", out, topk, time.perf_counter() - t0))
     return rows
 
 
@@ -187,18 +204,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--caches", default="fp8,bf16", help="reference caches through the oracle (fp8,bf16)")
     parser.add_argument("--no-emulate", dest="emulate", action="store_false",
                         help="skip the oracle-with-MXFP4-rounding rows")
+    parser.add_argument("--dense", action="store_true",
+                        help="also run the dense layer (full attention, no selection): codec error alone")
     parser.add_argument("--seeds", default="0", help="seeds, comma list (one request per family and seed)")
     parser.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
     parser.add_argument("--backend", default=None, choices=["torch", "triton", "flydsl"],
                         help="force a backend (default: best available)")
     parser.add_argument("--out-dir", default=None, help="write results.json, results.md and plots here")
     parser.add_argument("--no-plots", dest="plots", action="store_false", help="skip the matplotlib plots")
+    parser.add_argument("--from-results", default=None,
+                        help="run nothing: re-render results.md and the plots from this results.json into --out-dir")
 
 
 def run_study(args: argparse.Namespace) -> dict:
     """Run every case, print the table, write results (json, md, png) to args.out_dir; return the results dict."""
-    from .accuracy_report import markdown_report, write_plots
-
+    if args.from_results:  # re-render a finished (or cut-short) run, e.g. one that came back from the H200
+        return write_report(json.loads(Path(args.from_results).read_text()), Path(args.out_dir or "."), args.plots)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     families = [f for f in args.families.split(",") if f]
     unknown = sorted(set(families) - set(FAMILIES))
@@ -209,32 +230,44 @@ def run_study(args: argparse.Namespace) -> dict:
     cases = [(f, n, s) for f in families for n in (_int_list(args.long_tokens) if f == "long" else [args.tokens])
              for s in _int_list(args.seeds)]
     started = time.time()
-    rows: list[Row] = []
-    for i, (family, tokens, seed) in enumerate(cases):
-        t0 = time.perf_counter()
-        case_rows = evaluate_case(family, tokens, seed, args, device)
-        rows += case_rows
-        summary = ", ".join(f"{r.cache} {r.rel_l2:.4f}" for r in case_rows if r.cache.startswith("mxfp4-")
-                            and "emulated" not in r.cache)
-        print(f"[accuracy {i + 1}/{len(cases)}] {family} N={tokens} seed={seed} "
-              f"({time.perf_counter() - t0:.1f}s): rel-L2 {summary}", file=sys.stderr, flush=True)
+    out = Path(args.out_dir) if args.out_dir else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
     results = {
         "command": _command_line(args),
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({platform.processor() or platform.machine()})",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda"
+        else f"cpu ({platform.processor() or platform.machine()})",
         "backend": args.backend or "default",
         "torch": torch.__version__,
         "queries": args.queries,
         "topk": args.topk,
-        "seconds": round(time.time() - started, 1),
-        "rows": [asdict(r) for r in rows],
+        "seconds": 0.0,
+        "rows": [],
     }
+    for i, (family, tokens, seed) in enumerate(cases):
+        t0 = time.perf_counter()
+        case_rows = evaluate_case(family, tokens, seed, args, device)
+        results["rows"] += [asdict(r) for r in case_rows]
+        results["seconds"] = round(time.time() - started, 1)
+        if out:  # after every case, so that a run cut short still leaves its finished cases
+            (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+        summary = ", ".join(f"{r.cache}{'' if r.layer == 'sparse' else ' dense'} {r.rel_l2:.4f}" for r in case_rows
+                            if r.cache.startswith("mxfp4-") and "emulated" not in r.cache)
+        print(f"[accuracy {i + 1}/{len(cases)}] {family} N={tokens} seed={seed} "
+              f"({time.perf_counter() - t0:.1f}s): rel-L2 {summary}", file=sys.stderr, flush=True)
+    return write_report(results, out, args.plots)
+
+
+def write_report(results: dict, out: Path | None, plots: bool = True) -> dict:
+    """Print the markdown report; with `out`, write results.json, results.md and (with `plots`) the PNGs."""
+    from .accuracy_report import markdown_report, write_plots
+
     report = markdown_report(results)
     print(report)
-    if args.out_dir:
-        out = Path(args.out_dir)
+    if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-        plots = write_plots(results, out) if args.plots else []
-        (out / "results.md").write_text(markdown_report(results, plots) + "\n")
-        print(f"wrote {out}/results.json, results.md" + "".join(f", {p.name}" for p in plots), file=sys.stderr)
+        pngs = write_plots(results, out) if plots else []
+        (out / "results.md").write_text(markdown_report(results, pngs) + "\n")
+        print(f"wrote {out}/results.json, results.md" + "".join(f", {p.name}" for p in pngs), file=sys.stderr)
     return results

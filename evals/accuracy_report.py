@@ -19,11 +19,14 @@ def _cache_order(caches) -> list[str]:
     return refs + layer + emulated
 
 
-def aggregate(results: dict) -> tuple[list[tuple[str, int]], list[str], dict]:
-    """-> (cases [(family, tokens)] in run order, caches in display order, {(family, tokens, cache): stats})."""
+def aggregate(results: dict, layer: str = "sparse") -> tuple[list[tuple[str, int]], list[str], dict]:
+    """Rows of `layer` ("sparse" | "dense") -> (cases [(family, tokens)] in run order, caches in display order,
+    {(family, tokens, cache): stats})."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     cases: list[tuple[str, int]] = []
     for row in results["rows"]:
+        if row.get("layer", "sparse") != layer:
+            continue
         case = (row["family"], row["tokens"])
         if case not in cases:
             cases.append(case)
@@ -56,8 +59,10 @@ def _table(title: str, cases, caches, stats, cell) -> list[str]:
 
 
 def mode_summary(results: dict) -> dict[str, dict[str, float]]:
-    """Per layer cache (mxfp4-<mode>): geometric-mean rel-L2 over cases, mean top-k agreement, pooled recall."""
+    """Per cache: geometric-mean and worst rel-L2 over cases, mean top-k agreement, pooled needle recall
+    (sparse layer); `dense_geomean_rel_l2` the same geomean for the dense layer (NaN without dense rows)."""
     cases, caches, stats = aggregate(results)
+    dense_cases, _, dense = aggregate(results, "dense")
     out = {}
     for c in caches:
         if c == "exact":
@@ -66,12 +71,20 @@ def mode_summary(results: dict) -> dict[str, dict[str, float]]:
         hits = sum(v["needle_hits"] for v in vals)
         asked = sum(v["needle_asked"] for v in vals)
         out[c] = {
-            "geomean_rel_l2": math.exp(sum(math.log(max(v["rel_l2"], 1e-30)) for v in vals) / len(vals)),
+            "geomean_rel_l2": _geomean([v["rel_l2"] for v in vals]),
             "worst_rel_l2": max(v["rel_l2"] for v in vals),
             "mean_topk_agreement": sum(v["topk_agreement"] for v in vals) / len(vals),
             "needle_recall": hits / asked if asked else float("nan"),
+            "dense_geomean_rel_l2": _geomean([dense[(f, n, c)]["rel_l2"] for f, n in dense_cases
+                                              if (f, n, c) in dense]),
         }
     return out
+
+
+def _geomean(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    return math.exp(sum(math.log(max(v, 1e-30)) for v in values) / len(values))
 
 
 def markdown_report(results: dict, plots: list[Path] | None = None) -> str:
@@ -96,13 +109,18 @@ def markdown_report(results: dict, plots: list[Path] | None = None) -> str:
         lines += _table("Needle recall (rows x needles whose block every index head kept)", needle_cases, caches,
                         stats, lambda s: "-" if s is None or not s["needle_asked"]
                         else f"{s['needle_hits']}/{s['needle_asked']}")
+    dense_cases, dense_caches, dense = aggregate(results, "dense")
+    if dense_cases:
+        lines += _table("Dense layer (full attention, no selection): output rel-L2 vs the fp64 oracle", dense_cases,
+                        dense_caches, dense, lambda s: "-" if s is None else f"{s['rel_l2']:.4f}")
     summary = mode_summary(results)
     lines += ["### Summary over all cases", "",
-              "| cache | geomean rel-L2 | worst rel-L2 | mean top-k agreement | needle recall |",
-              "|---|---:|---:|---:|---:|"]
+              "| cache | geomean rel-L2 | worst rel-L2 | mean top-k agreement | needle recall | dense geomean rel-L2 |",
+              "|---|---:|---:|---:|---:|---:|"]
     for c, s in summary.items():
         lines.append(f"| {c} | {s['geomean_rel_l2']:.4f} | {s['worst_rel_l2']:.4f} | "
-                     f"{100 * s['mean_topk_agreement']:.1f}% | {100 * s['needle_recall']:.1f}% |")
+                     f"{100 * s['mean_topk_agreement']:.1f}% | {100 * s['needle_recall']:.1f}% | "
+                     f"{s['dense_geomean_rel_l2']:.4f} |")
     if plots:
         lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines)
@@ -119,17 +137,23 @@ def write_plots(results: dict, out_dir: Path) -> list[Path]:
     shown = [c for c in caches if c != "exact" and "emulated" not in c]
     paths = []
 
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(cases)), 4))
-    width = 0.8 / max(1, len(shown))
-    for i, c in enumerate(shown):
-        xs = [j + i * width for j in range(len(cases))]
-        ys = [stats.get((f, n, c), {}).get("rel_l2", float("nan")) for f, n in cases]
-        ax.bar(xs, ys, width, label=c)
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cases))], [f"{f}\nN={n}" for f, n in cases], fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylabel("output rel-L2 vs fp64 oracle")
-    ax.set_title("KV cache error by data family")
-    ax.legend(fontsize=8)
+    dense_cases, _, dense = aggregate(results, "dense")
+    panels = [("sparse layer (top-k on the index-K)", cases, stats)]
+    if dense_cases:
+        panels.append(("dense layer (no selection)", dense_cases, dense))
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6, 1.4 * len(cases)) * len(panels), 4), squeeze=False)
+    for ax, (title, panel_cases, panel_stats) in zip(axes[0], panels):
+        width = 0.8 / max(1, len(shown))
+        for i, c in enumerate(shown):
+            xs = [j + i * width for j in range(len(panel_cases))]
+            ys = [panel_stats.get((f, n, c), {}).get("rel_l2", float("nan")) for f, n in panel_cases]
+            ax.bar(xs, ys, width, label=c)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(panel_cases))],
+                      [f"{f}\nN={n}" for f, n in panel_cases], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("output rel-L2 vs fp64 oracle")
+        ax.set_title(f"KV cache error by data family: {title}", fontsize=9)
+    axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     paths.append(out_dir / "rel_l2_by_family.png")
     fig.savefig(paths[-1], dpi=110)

@@ -6,6 +6,7 @@ Small geometry: N = 1024 tokens (8 blocks), top-4 blocks, so the sparse selectio
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -27,8 +28,8 @@ def study(tmp_path_factory):
     return out, json.loads((out / "results.json").read_text())
 
 
-def _by(results, family, cache):
-    rows = [r for r in results["rows"] if r["family"] == family and r["cache"] == cache]
+def _by(results, family, cache, layer="sparse"):
+    rows = [r for r in results["rows"] if r["family"] == family and r["cache"] == cache and r["layer"] == layer]
     assert len(rows) == 1, (family, cache, len(rows))
     return rows[0]
 
@@ -66,20 +67,27 @@ def test_codec_vs_layer_under_sparse_selection(study):
             assert 0.5 <= layer["topk_agreement"] <= 1.0
 
 
-def test_precision_ordering_when_every_block_is_kept(tmp_path):
-    """top-16 over 8 blocks keeps everything: no selection flips, errors order by cache precision."""
+def test_precision_ordering_when_every_block_is_kept():
+    """top-16 over 8 blocks keeps everything: no selection flips, errors order by cache precision, and the
+    sparse layer computes what the dense layer computes."""
     results = accuracy.run_study(_args(["--families", "gaussian,heavy_tail", "--tokens", "1024", "--queries", "8",
-                                        "--no-emulate", "--no-plots"]))
+                                        "--dense", "--no-emulate", "--no-plots"]))
     for family in ("gaussian", "heavy_tail"):
         bf16, fp8 = _by(results, family, "bf16")["rel_l2"], _by(results, family, "fp8")["rel_l2"]
         assert 0 < bf16 < fp8 < 0.1, (family, bf16, fp8)
         for mode in MODES:
             row = _by(results, family, f"mxfp4-{mode}")
+            dense = _by(results, family, f"mxfp4-{mode}", "dense")
             assert row["topk_agreement"] == 1.0
             assert fp8 < row["rel_l2"] < 1.0, (family, mode, row["rel_l2"])
+            assert row["rel_l2"] == pytest.approx(dense["rel_l2"], rel=0.02, abs=2e-3), (family, mode)
     # block scales set by x10 outlier channels zero most of a block: heavy tails hurt MXFP4 most
     for mode in MODES:
         assert _by(results, "heavy_tail", f"mxfp4-{mode}")["rel_l2"] > _by(results, "gaussian", f"mxfp4-{mode}")["rel_l2"]
+    summary = accuracy_report.mode_summary(results)
+    for mode in MODES:
+        dense = [r["rel_l2"] for r in results["rows"] if r["cache"] == f"mxfp4-{mode}" and r["layer"] == "dense"]
+        assert summary[f"mxfp4-{mode}"]["dense_geomean_rel_l2"] == pytest.approx(math.sqrt(dense[0] * dense[1]))
 
 
 def _args(argv):
@@ -94,7 +102,7 @@ def test_mode_summary_matches_rows(study):
     _, results = study
     summary = accuracy_report.mode_summary(results)
     for mode in MODES:
-        rows = [r["rel_l2"] for r in results["rows"] if r["cache"] == f"mxfp4-{mode}"]
+        rows = [r["rel_l2"] for r in results["rows"] if r["cache"] == f"mxfp4-{mode}" and r["layer"] == "sparse"]
         assert summary[f"mxfp4-{mode}"]["worst_rel_l2"] == pytest.approx(max(rows))
         assert min(rows) <= summary[f"mxfp4-{mode}"]["geomean_rel_l2"] <= max(rows)
 
