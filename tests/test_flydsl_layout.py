@@ -72,10 +72,22 @@ def test_qk_covers_every_token_of_the_tile_once_per_head_column():
         assert {L.s_token(j, lane, i) for lane in LANES for i in range(4)} == set(range(16 * j, 16 * j + 16))
 
 
-def test_q_operand_covers_each_head_row_once():
+def test_q_operand_bytes_are_the_fp8_k_of_the_scaled_mfma_and_cover_each_head_row_once():
     for head in range(16):
-        dims = sorted(L.q_dim0(lane) + e for lane in LANES if L.q_head(lane) == head for e in range(32))
+        dims = sorted(L.q_chunk_dim0(lane, e >> 4) + (e & 15) for lane in LANES if L.q_head(lane) == head
+                      for e in range(32))
         assert dims == list(range(L.HEAD_DIM))
+    for lane, e in itertools.product(LANES, range(32)):
+        assert L.q_chunk_dim0(lane, e >> 4) + (e & 15) == L.mfma_k_fp8(lane, e)
+
+
+def test_scaled_mfma_k_maps_are_bijections_and_fp4_lanes_own_their_scale_block():
+    for k_of in (L.mfma_k_fp4, L.mfma_k_fp8):
+        for c in range(16):
+            ks = sorted(k_of(lane, e) for lane in LANES if L.lane_c(lane) == c for e in range(32))
+            assert ks == list(range(L.HEAD_DIM))
+    for lane in LANES:  # the e8m0 byte a lane supplies (block g) scales exactly the 32 codes it holds
+        assert {L.mfma_k_fp4(lane, e) // 32 for e in range(32)} == {L.lane_g(lane)}
 
 
 def test_v_loads_cover_the_tile_once():
@@ -168,6 +180,18 @@ def test_the_emulation_can_fail(monkeypatch):
     case = C.standard_cases()[0]
     rows, width = case.tables.shape
     monkeypatch.setattr(L, "k_data_offset", lambda token, lane: token * L.DATA_BYTES + 16 * ((L.lane_g(lane) + 1) & 3))
+    got = E.emulate_pa_decode(case.q, case.k_cache, case.v_cache, case.tables, case.context_lens,
+                              softmax_scale=case.softmax_scale, query_scale=case.query_scale, num_splits=1,
+                              partition_tokens=width * L.PAGE_SIZE).to(torch.bfloat16).float()
+    ref = C.reference(case)
+    assert not torch.all((got - ref).abs() <= C.tolerance(case, ref))
+
+
+def test_a_query_laid_out_as_32_contiguous_dims_would_be_caught(monkeypatch):
+    """The e4m3 B operand is two 16-dim chunks per lane (mfma_k_fp8); the contiguous fp4-like layout is wrong."""
+    case = C.standard_cases()[1]
+    rows, width = case.tables.shape
+    monkeypatch.setattr(L, "q_chunk_dim0", lambda lane, chunk: 32 * L.lane_g(lane) + 16 * chunk)
     got = E.emulate_pa_decode(case.q, case.k_cache, case.v_cache, case.tables, case.context_lens,
                               softmax_scale=case.softmax_scale, query_scale=case.query_scale, num_splits=1,
                               partition_tokens=width * L.PAGE_SIZE).to(torch.bfloat16).float()

@@ -66,7 +66,7 @@ def _query_operand(q_row, group, q_bf16):
     head = L.q_head(LANES)
     safe = np.minimum(head, group - 1)
     x = q_row.float()[safe][:, :]  # [64, 128]
-    dims = L.q_dim0(LANES)[:, None] + np.arange(32)
+    dims = np.stack([L.q_chunk_dim0(LANES, e >> 4) + (e & 15) for e in range(32)], axis=1)  # operand byte order
     vals = torch.gather(x, 1, torch.from_numpy(dims))  # [64, 32]
     if q_bf16:
         amax = x.abs().amax(dim=1)  # the kernel reduces the 4 lane groups of the head: same value
@@ -83,14 +83,16 @@ def _qk(record, page_off, q_vals, lanes=LANES):
     """Result registers of the 4 scaled MFMAs: [4 sub-tiles, 64 lanes, 4 registers] fp32 (unscaled)."""
     regs = np.zeros((L.QK_SUBTILES, L.WAVE, 4), dtype=np.float32)
     g, c = L.lane_g(lanes), L.lane_c(lanes)
+    assert np.all(L.mfma_k_fp4(lanes, 0) // 32 == g)  # the lane's A scale (block g) covers its own 32 codes
     for j in range(L.QK_SUBTILES):
         token = page_off + L.k_token(j, lanes)
         codes = _decode_codes(_gather(record, L.k_data_offset(token, lanes), 16))  # [64, 32]
         scale = _e8m0(record[L.k_scale_offset(token, lanes)])
         a = np.zeros((16, 128), dtype=np.float64)
         b = np.zeros((128, 16), dtype=np.float64)
-        a[c[:, None], 32 * g[:, None] + np.arange(32)] = codes * scale[:, None]
-        b[32 * g[:, None] + np.arange(32), c[:, None]] = q_vals
+        e = np.arange(32)
+        a[c[:, None], L.mfma_k_fp4(lanes[:, None], e)] = codes * scale[:, None]  # scale of block g = own codes
+        b[L.mfma_k_fp8(lanes[:, None], e), c[:, None]] = q_vals
         d = (a @ b).astype(np.float32)
         for i in range(4):
             regs[j, :, i] = d[4 * g + i, c]

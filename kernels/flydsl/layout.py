@@ -13,12 +13,15 @@ Work split: one workgroup = 4 waves x 64 lanes per (row, KV split). Wave ``w`` t
 ``w, w + 4, w + 8, ...`` of its split; a tile never crosses a page (128 = 2 tiles). Per lane, ``c = lane & 15``
 and ``g = lane >> 4``.
 
-MFMA operand conventions assumed (CDNA4 ISA, wave64; ``e`` = element index inside the lane's operand):
-  v_mfma_scale_f32_16x16x128_f8f6f4: A row ``c``, B column ``c``, both k = ``32 g + e`` (e < 32); the lane's
-    scale byte covers its 32 k; D[4 g + i][c] in result register i.
+MFMA operand conventions assumed (CDNA4, wave64; ``e`` = element index inside the lane's operand registers):
+  v_mfma_scale_f32_16x16x128_f8f6f4: A row / B column ``c``; result register i = D[4 g + i][c]. The k of an
+    element depends on its format (``mfma_k_fp4`` / ``mfma_k_fp8``): e2m1 lanes hold 32 contiguous k
+    (``32 g + e``), e4m3 lanes hold two 16-element chunks (``64 (e >> 4) + 16 g + (e & 15)``), the layout the
+    Triton gfx950 backend uses for e4m3 x e2m1 scaled dots (dot operand kWidth 16). Lane group g supplies the
+    e8m0 scale of k-block g (k 32 g .. 32 g + 31), which for e2m1 A is exactly the lane's own 32 codes.
   v_mfma_f32_16x16x32_bf16:          A row ``c``, B column ``c``, both k = ``8 g + e`` (e < 8); D as above.
-Both products only need A's and B's k to agree, so the token order inside a PV step is free: we pick the one
-that lets each lane feed P straight from its own QK result registers (``pv_token``).
+The bf16 product only needs A's and B's k to agree, so the token order inside a PV step is free: we pick the
+one that lets each lane feed P straight from its own QK result registers (``pv_token``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,17 @@ def lane_g(lane):
     return lane >> 4
 
 
+# ---- scaled MFMA k of each operand element ------------------------------------------------------------------
+def mfma_k_fp4(lane, e):
+    """k of e2m1 element ``e`` (0..31: nibble e of the lane's 4 dwords, low nibble first) of a scaled-MFMA operand."""
+    return 32 * lane_g(lane) + e
+
+
+def mfma_k_fp8(lane, e):
+    """k of e4m3 byte ``e`` (0..31 of the lane's 8 dwords) of a scaled-MFMA operand."""
+    return 64 * (e >> 4) + 16 * lane_g(lane) + (e & 15)
+
+
 # ---- QK: A = K tile (fp4 + e8m0), B = Q^T (e4m3) ---------------------------------------------------------------
 def k_token(j, lane):
     """Tile-relative token whose K row lane ``lane`` feeds as A row for QK sub-tile ``j`` (0..3)."""
@@ -75,7 +89,8 @@ def k_token(j, lane):
 
 
 def k_data_offset(token_in_page, lane):
-    """Byte offset in the record of the 16 code bytes (k = 32 g .. 32 g + 31) the lane loads for one token."""
+    """Byte offset in the record of the 16 code bytes the lane loads for one token: elements (head dims)
+    ``mfma_k_fp4(lane, 0 .. 31)`` = 32 g .. 32 g + 31, i.e. code bytes 16 g .. 16 g + 15 of the token's row."""
     return token_in_page * DATA_BYTES + 16 * lane_g(lane)
 
 
@@ -89,9 +104,10 @@ def q_head(lane):
     return lane_c(lane)
 
 
-def q_dim0(lane):
-    """First of the 32 head dims (k) the lane holds in the Q operand."""
-    return 32 * lane_g(lane)
+def q_chunk_dim0(lane, chunk):
+    """First head dim of chunk ``chunk`` (0, 1) of the lane's Q operand: 16 contiguous dims per chunk, which are
+    bytes ``16 chunk .. 16 chunk + 15`` of the operand (``mfma_k_fp8``)."""
+    return 64 * chunk + 16 * lane_g(lane)
 
 
 def s_token(j, lane, i):

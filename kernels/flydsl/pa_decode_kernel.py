@@ -39,15 +39,17 @@ def check_arch(arch: str) -> None:
 
 # ---- pieces traced into the kernel (plain Python: loops here unroll at trace time) -------------------------------
 def _load_query(q_addr, row, lane, *, group, q_bf16):
-    """The lane's B operand (8 x i32 = 32 e4m3 of head c, dims 32g..32g+31) and the head's dequant scale."""
+    """The lane's B operand (8 x i32: 32 e4m3 of head c, byte e = dim ``mfma_k_fp8(lane, e)``, i.e. two chunks of
+    16 contiguous dims) and the head's dequant scale (1 for an e4m3 query)."""
     head = L.q_head(lane)
     head_safe = fx.min(head, fx.Int32(group - 1)) if group < L.MAX_GROUP else head
-    elem = (fx.Int64(row) * group + fx.Int64(head_safe)) * L.HEAD_DIM + fx.Int64(L.q_dim0(lane))
+    row_elem = (fx.Int64(row) * group + fx.Int64(head_safe)) * L.HEAD_DIM
     q_ptr = _ir.global_ptr(q_addr)
+    chunks = [row_elem + fx.Int64(L.q_chunk_dim0(lane, c)) for c in range(2)]  # element offsets of 16 dims each
     if q_bf16:
-        # 32 bf16 -> fp32; amax over the head row (4 lane groups hold 32 dims each)
-        words = [_ir.load(q_ptr, elem * 2 + 16 * k, _ir.vec(4, _ir.i32()), 16) for k in range(4)]
-        values = []
+        # 2 x 16 bf16 -> fp32; amax over the head row (the 4 lane groups hold 32 dims each)
+        words = [_ir.load(q_ptr, elem * 2 + 16 * k, _ir.vec(4, _ir.i32()), 16) for elem in chunks for k in range(2)]
+        values = []  # in operand byte order e = 0 .. 31
         for w in words:
             halves = _ir.bitcast(_ir.vec(8, _ir.bf16()), w)
             for e in range(8):
@@ -66,7 +68,8 @@ def _load_query(q_addr, row, lane, *, group, q_bf16):
             packed.append(_ir.cvt_f32_to_fp8x2(x[2], x[3], lo, True))
         operand = _ir.from_elements(_ir.vec(8, _ir.i32()), packed)
     else:
-        operand = _ir.load(q_ptr, elem, _ir.vec(8, _ir.i32()), 16)
+        halves = [_ir.load(q_ptr, elem, _ir.vec(4, _ir.i32()), 16) for elem in chunks]
+        operand = _ir.from_elements(_ir.vec(8, _ir.i32()), [_ir.extract(h, i) for h in halves for i in range(4)])
         scale = fx.Float32(1.0)
     if group < L.MAX_GROUP:
         zeros = _ir.from_elements(_ir.vec(8, _ir.i32()), [fx.Int32(0)] * 8)
