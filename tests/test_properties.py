@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -113,11 +114,12 @@ def table_case(draw):
             nkv)
 
 
+@pytest.mark.parametrize("backend", ["torch"])
 @FAST
 @given(case=table_case())
-def test_build_sparse_tables_matches_rule(case):
+def test_build_sparse_tables_matches_rule(backend, case):
     tk, bt, req, pos, nkv = case
-    tables, lens = ops.build_sparse_tables(tk, bt, req, pos, num_kv_heads=nkv, backend="torch")
+    tables, lens = ops.build_sparse_tables(tk, bt, req, pos, num_kv_heads=nkv, backend=backend)
     want_t, want_l = H.reference_tables(tk, bt, req, pos, nkv)
     assert np.array_equal(lens.numpy(), want_l)
     assert np.array_equal(tables.numpy(), want_t)
