@@ -13,20 +13,19 @@ pa_decode_mxfp4_kernel_0:
 	v_and_b32_e32 v69, 15, v0
 	s_waitcnt lgkmcnt(0)
 	s_add_u32 s6, s6, s8
-	v_bfe_u32 v112, v0, 4, 2
 	s_addc_u32 s7, s7, s9
 	s_lshl_b64 s[8:9], s[2:3], 11
 	v_lshlrev_b32_e32 v1, 7, v69
-	v_lshlrev_b32_e32 v4, 5, v112
+	v_and_b32_e32 v113, 48, v0
 	v_mov_b32_e32 v2, s40
 	v_mov_b32_e32 v3, s41
-	v_or3_b32 v4, s8, v1, v4
+	v_or3_b32 v4, s8, v1, v113
 	v_mov_b32_e32 v5, s9
 	v_lshl_add_u64 v[6:7], v[4:5], 1, v[2:3]
 	global_load_dwordx4 v[2:5], v[6:7], off offset:16
 	global_load_dwordx4 v[8:11], v[6:7], off
-	global_load_dwordx4 v[16:19], v[6:7], off offset:32
-	global_load_dwordx4 v[34:37], v[6:7], off offset:48
+	global_load_dwordx4 v[16:19], v[6:7], off offset:128
+	global_load_dwordx4 v[34:37], v[6:7], off offset:144
 	s_load_dwordx4 s[48:51], s[0:1], 0x48
 	s_load_dword s9, s[0:1], 0x58
 	s_load_dword s3, s[6:7], 0x0
@@ -41,8 +40,8 @@ pa_decode_mxfp4_kernel_0:
 	s_add_i32 s5, s5, 63
 	s_ashr_i32 s5, s5, 6
 	v_cmp_le_i32_e32 vcc, s5, v115
-	v_and_b32_e32 v114, 48, v0
-	v_mul_u32_u24_e32 v113, 0x4400, v115
+	v_bfe_u32 v112, v0, 4, 2
+	v_mul_u32_u24_e32 v114, 0x4400, v115
 	v_mov_b32_e32 v117, 0
 	s_waitcnt vmcnt(3)
 	v_and_b32_e32 v6, 0xffff0000, v4
@@ -175,16 +174,16 @@ pa_decode_mxfp4_kernel_0:
 	v_add_u32_e32 v35, v34, v69
 	v_add_u32_e32 v36, 16, v35
 	v_and_b32_e32 v22, 3, v0
-	v_lshl_or_b32 v62, v35, 6, v114
+	v_lshl_or_b32 v62, v35, 6, v113
 	v_lshl_or_b32 v70, v35, 2, v112
-	v_lshl_or_b32 v72, v36, 6, v114
+	v_lshl_or_b32 v72, v36, 6, v113
 	v_lshl_or_b32 v74, v36, 2, v112
 	v_add_u32_e32 v36, 32, v35
 	v_add_u32_e32 v35, 48, v35
 	v_add_u32_e32 v34, v34, v116
 	v_cvt_pk_fp8_f32 v6, v21, v23 op_sel:[0,0,1]
 	v_lshlrev_b32_e32 v23, 4, v22
-	v_lshl_or_b32 v80, v35, 6, v114
+	v_lshl_or_b32 v80, v35, 6, v113
 	v_lshl_or_b32 v82, v35, 2, v112
 	v_add_u32_e32 v35, 1, v34
 	v_cvt_pk_fp8_f32 v2, v33, v37 op_sel:[0,0,1]
@@ -194,7 +193,7 @@ pa_decode_mxfp4_kernel_0:
 	v_cvt_pk_fp8_f32 v8, v17, v25 op_sel:[0,0,1]
 	v_cvt_pk_fp8_f32 v9, v13, v11 op_sel:[0,0,1]
 	v_lshlrev_b32_e32 v10, 2, v112
-	v_mad_u32_u24 v25, v22, s6, v113
+	v_mad_u32_u24 v25, v22, s6, v114
 	s_movk_i32 s6, 0x88
 	v_lshl_or_b32 v84, v34, 6, v23
 	v_lshl_or_b32 v86, v34, 2, v22
@@ -207,7 +206,7 @@ pa_decode_mxfp4_kernel_0:
 	v_or_b32_e32 v20, 32, v10
 	v_or_b32_e32 v66, 48, v10
 	v_lshlrev_b32_e32 v24, 1, v0
-	v_mad_u32_u24 v27, v69, s6, v113
+	v_mad_u32_u24 v27, v69, s6, v114
 	v_lshl_or_b32 v94, v35, 2, v22
 	v_lshl_or_b32 v98, v34, 2, v22
 	v_and_b32_e32 v22, 0xc0, v0
@@ -237,7 +236,7 @@ pa_decode_mxfp4_kernel_0:
 	v_or_b32_e32 v67, 51, v10
 	v_or_b32_e32 v68, 50, v10
 	v_mov_b32_e32 v75, v63
-	v_lshl_or_b32 v76, v36, 6, v114
+	v_lshl_or_b32 v76, v36, 6, v113
 	v_mov_b32_e32 v77, v63
 	v_lshl_or_b32 v78, v36, 2, v112
 	v_mov_b32_e32 v79, v63
@@ -853,7 +852,7 @@ pa_decode_mxfp4_kernel_0:
 	v_permlane16_swap_b32_e32 v0, v1
 	v_cmp_eq_u32_e32 vcc, v0, v117
 	v_lshlrev_b32_e32 v4, 9, v69
-	v_add3_u32 v4, v113, v4, v114
+	v_add3_u32 v4, v114, v4, v113
 	ds_write_b128 v4, v[26:29] offset:64
 	ds_write_b128 v4, v[30:33] offset:128
 	ds_write_b128 v4, v[34:37] offset:192
@@ -873,7 +872,7 @@ pa_decode_mxfp4_kernel_0:
 	s_and_saveexec_b64 s[6:7], vcc
 	s_cbranch_execz .LBB0_7
 	v_cmp_eq_u32_e32 vcc, v1, v0
-	v_lshl_add_u32 v4, v69, 2, v113
+	v_lshl_add_u32 v4, v69, 2, v114
 	s_nop 0
 	v_cndmask_b32_e32 v1, v1, v3, vcc
 	v_add_f32_e32 v0, v0, v1
