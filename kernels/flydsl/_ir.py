@@ -67,9 +67,11 @@ def lds_base(num_bytes):
 def wave_fence():
     """Order this wave's LDS writes before its other lanes' reads (and reads before the next overwrite).
 
-    A wave executes its LDS operations in order; the fence keeps the compiler from reordering across it.
+    A wave executes its LDS operations in order; the fence and the wave barrier (no instruction) keep the
+    compiler from reordering memory operations or scheduling across this point.
     """
     fx.memory_fence(syncscope="wavefront", ordering=fx.AtomicOrdering.AcqRel)
+    llvm.call_intrinsic(None, "llvm.amdgcn.wave.barrier", [], [], [])
 
 
 # ---- scalars and vectors -----------------------------------------------------------------------------------------
