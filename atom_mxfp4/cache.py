@@ -77,8 +77,9 @@ class MXFP4PageCache:
     stride ``8704 * heads`` and head stride ``8704`` bytes. The index-K cache is this class with one head.
     """
 
-    def __init__(self, num_pages: int, num_heads: int = 1, device: torch.device | str = "cpu",
+    def __init__(self, num_pages: int | None = None, num_heads: int = 1, device: torch.device | str = "cpu",
                  records: torch.Tensor | None = None):
+        # either allocate (num_pages, num_heads, device) or wrap existing ``records`` [pages, heads, 8704]
         if records is None:
             expect(isinstance(num_pages, int) and num_pages > 0, "num_pages", "a positive int", num_pages)
             expect(isinstance(num_heads, int) and num_heads > 0, "num_heads", "a positive int", num_heads)

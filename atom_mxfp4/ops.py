@@ -115,7 +115,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
 
 
 # ----------------------------------------------------------------------------------------------------------------
-def _check_rows(block_table, row_request, row_position, rows: int, device, pages: int | None,
+def _check_rows(block_table, row_request, row_position, rows: int, device, pages: int,
                 block_tokens: int = PAGE_SIZE, pages_per_block: int = 1) -> None:
     expect(isinstance(block_table, torch.Tensor), "block_table", "a tensor", type(block_table).__name__, TypeError)
     expect_dtype(block_table, "block_table", INDEX)
@@ -127,7 +127,7 @@ def _check_rows(block_table, row_request, row_position, rows: int, device, pages
     _in_range(row_request, "row_request", 0, block_table.shape[0])
     max_tokens = block_table.shape[1] // pages_per_block * block_tokens
     _in_range(row_position, "row_position", 0, max_tokens)
-    if pages is not None and rows:
+    if rows:
         # every page a row can see must be a real page
         needed = (row_position.long() // PAGE_SIZE + 1)
         used = torch.arange(block_table.shape[1], device=device) < needed[:, None]
@@ -179,8 +179,9 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         nkv = _int(num_kv_heads, "num_kv_heads", 1)
         expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
         ppb = _int(pages_per_block, "pages_per_block", 1)
-        _check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device, None,
-                    PAGE_SIZE * ppb, ppb)
+        # folded ids page * nkv + h must fit int32
+        _check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
+                    (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
         blocks_per_row = block_table.shape[1] // ppb
         _in_range(topk_blocks, "topk_blocks", -1, max(blocks_per_row, 0))
     impl = resolve_backend(backend, topk_blocks.device)

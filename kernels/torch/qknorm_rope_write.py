@@ -15,7 +15,9 @@ HEAD_DIM = 128
 def qk_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """Gemma RMSNorm per head row. x [..., D] fp32 -> [..., D] fp32: ``x * rsqrt(mean(x^2) + eps) * (1 + w)``."""
     mean_square = ((x.double() ** 2).sum(-1, keepdim=True) / x.shape[-1]).float()
-    inv_rms = 1.0 / torch.sqrt(mean_square + eps)
+    # correctly rounded fp32 sqrt: fp64 sqrt rounded once to fp32 (torch's vectorised fp32 sqrt on CPU is not)
+    root = torch.sqrt((mean_square + eps).double()).float()
+    inv_rms = 1.0 / root
     return (x * inv_rms) * (1.0 + weight.float())
 
 
@@ -42,8 +44,11 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                             num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype):
     # qkv [T, W] bf16 = [q (nq*D) | k (nkv*D) | v (nkv*D) | idx_q (niq*D) | idx_k (D)]
     num_tokens = qkv.shape[0]
-    heads = qkv.view(num_tokens, -1, HEAD_DIM).float()
     nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
+    if num_tokens == 0:
+        empty = qkv.new_empty((0, nq, HEAD_DIM), dtype=q_dtype)
+        return empty, (qkv.new_empty((0, niq, HEAD_DIM), dtype=torch.bfloat16) if niq else None)
+    heads = qkv.view(num_tokens, -1, HEAD_DIM).float()
     cos_sin = cos_sin_cache[positions].float()  # [T, rotary_dim]
 
     def norm_rope(x, weight):
