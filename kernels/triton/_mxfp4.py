@@ -138,6 +138,25 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr):
     return tl.reshape(values, (BLOCK_N, HEAD_DIM))
 
 
+@triton.jit
+def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr):
+    """q [BLOCK_H, D] (bf16 values) . K^T of BLOCK_N tokens of one record -> [BLOCK_H, N] fp32 (0 where invalid).
+
+    DOT_SCALED: ``tl.dot_scaled`` takes the e2m1 bytes [64, N] (packed along D) and the e8m0 scales [N, 4] as they
+    lie in the record and upcasts them in registers (the compiler's MXFP4 path); else the codes are decoded here.
+    """
+    if DOT_SCALED:
+        byte = tl.arange(0, 64)
+        block = tl.arange(0, 4)
+        k_codes = tl.load(record + offset[None, :] * 64 + byte[:, None], mask=valid[None, :], other=0)  # [64, N]
+        k_scale = tl.load(record + SCALE_OFFSET + offset[:, None] * 4 + block[None, :], mask=valid[:, None],
+                          other=0)  # [N, 4]
+        return tl.dot_scaled(q, None, "bf16", k_codes, k_scale, "e2m1")
+    else:
+        k = load_tokens(record, offset, valid, BLOCK_N)  # [N, D] fp32
+        return tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
+
+
 # ---- rounding ---------------------------------------------------------------------------------------------------
 @triton.jit
 def to_bf16_rne(x):

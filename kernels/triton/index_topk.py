@@ -21,7 +21,7 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, mma_bf16, mma_operand, qk_tile
 
 INIT_SCORE = tl.constexpr(1e30)
 LOCAL_SCORE = tl.constexpr(1e29)
@@ -32,7 +32,7 @@ BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
 def _score_kernel(
     idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, scores_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
-    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
+    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -63,8 +63,7 @@ def _score_kernel(
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    k = load_tokens(record, offset, visible, BLOCK_N)  # [N, D] fp32
-                    s = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))  # [BLOCK_H, N] fp32
+                    s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED)  # [BLOCK_H, N] fp32
                     s = tl.where(visible[None, :], s, float("-inf"))
                     score = tl.maximum(score, tl.max(s, axis=1))
             tl.store(out_ptr + blk, score, mask=head_ok)
@@ -112,6 +111,10 @@ class IndexConfig:
     score_warps: int = 4
     select_warps: int = 4
     blocks_per_program: int | None = None  # None: the heuristic below
+    dot_scaled: bool = True  # tl.dot_scaled on the MXFP4 index-K (GPU only)
+
+
+DEFAULT_CONFIG = IndexConfig()
 
 
 @functools.cache
@@ -150,13 +153,14 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         return out.fill_(-1)
     scores = torch.empty(heads, rows, max_blocks, dtype=torch.float32, device=device)
     # ---- tuning
-    cfg = config or IndexConfig()
+    cfg = config or DEFAULT_CONFIG
     per_program = cfg.blocks_per_program or blocks_per_program_for(rows, max_blocks, device)
     # ---- launch
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache, block_table, row_request, row_position, scores,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), num_warps=cfg.score_warps,
+        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DOT_SCALED=cfg.dot_scaled and mma_bf16(),
+        num_warps=cfg.score_warps,
     )
     _select_kernel[(rows, heads)](
         scores, row_position, out, rows, max_blocks,

@@ -47,16 +47,19 @@ def _decode_case(gen, rows, group, width, lens):
     return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
 
 
+@pytest.mark.parametrize("dot_scaled", [True, False], ids=["dot_scaled", "decode_by_hand"])
 @pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, None), (5, 7, 65, 9)])
-def test_pa_decode_large_vs_fp64(rows, group, width, splits):
+def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled):
     triton_backend, _ = _backends()
+    from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig
     gen = torch.Generator().manual_seed(rows + width)
     lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
     lens[0], lens[-1] = 0, width * 128
     q, k, v, tables, context_lens = _decode_case(gen, rows, group, width, lens)
     scale = 128 ** -0.5
     ref = attention_rows(q.double().numpy(), k, v, tables, context_lens, scale)
-    plan = triton_backend.make_plan(rows, width, group, DEV, num_splits=splits)
+    plan = triton_backend.make_plan(rows, width, group, DEV, num_splits=splits,
+                                    config=DecodeConfig(dot_scaled=dot_scaled))
     out = torch.full((rows, group, 128), float("nan"), dtype=torch.bfloat16, device=DEV)
     triton_backend.pa_decode(out, q.to(DEV), k.to(DEV), v.to(DEV), tables.to(DEV), context_lens.to(DEV),
                              softmax_scale=scale, query_scale=None, plan=plan)
@@ -107,13 +110,16 @@ def _index_case(gen, rows, max_blocks, requests=4):
     return idx_q, records, block_table.contiguous(), row_request, row_position
 
 
+@pytest.mark.parametrize("dot_scaled", [True, False], ids=["dot_scaled", "decode_by_hand"])
 @pytest.mark.parametrize("rows,max_blocks", [(300, 97), (3, 333)])
-def test_index_topk_and_tables_large_bit_exact(rows, max_blocks):
+def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, dot_scaled):
     triton_backend, torch_backend = _backends()
+    from atom_mxfp4.kernels.triton.index_topk import IndexConfig
     gen = torch.Generator().manual_seed(rows * max_blocks)
     args = _index_case(gen, rows, max_blocks)
     kwargs = dict(topk=16, init_blocks=1, local_blocks=1)
-    ours = triton_backend.index_topk(*(a.to(DEV) for a in args), **kwargs)
+    ours = triton_backend.index_topk(*(a.to(DEV) for a in args), **kwargs,
+                                     config=IndexConfig(dot_scaled=dot_scaled))
     ref = torch_backend.index_topk(*args, **kwargs)
     assert torch.equal(ours.cpu(), ref)
     _, _, block_table, row_request, row_position = args
