@@ -54,8 +54,8 @@ else
 fi
 
 # ---- 5. benchmarks
-BENCH_ARGS=""
-[ "$MODE" = quick ] && BENCH_ARGS="--quick --sweep"
+BENCH_ARGS="${H200_BENCH_ARGS:-}"  # e.g. --sweep
+[ "$MODE" = quick ] && BENCH_ARGS="$BENCH_ARGS --quick"
 timeout ${T_BENCH:-300} python3 -P evals/bench/run_bench.py --out "$RES" $PEER $BENCH_ARGS 2>&1 | grep -v "^|" || STATUS=1
 
 # ---- 6. other engineers' steps
