@@ -175,6 +175,20 @@ def test_garbage_past_the_context_is_masked_not_just_unlikely():
     assert torch.equal(before, after)
 
 
+def test_table_entries_past_the_context_are_never_read():
+    """Unused entries hold an id far outside the cache: any read of one would raise IndexError here."""
+    case = C.make_case("sentinel", group=2, context_lens=[1, 130, 0], seed=13, extra_width=3)
+    rows, width = case.tables.shape
+    for r in range(rows):
+        used = -(-int(case.context_lens[r]) // L.PAGE_SIZE)
+        case.tables[r, used:] = 2 ** 30
+    for splits, partition in [(1, width * L.PAGE_SIZE), L.choose_splits(rows, width)]:
+        got = E.emulate_pa_decode(case.q, case.k_cache, case.v_cache, case.tables, case.context_lens,
+                                  softmax_scale=case.softmax_scale, query_scale=None, num_splits=splits,
+                                  partition_tokens=partition)
+        assert torch.isfinite(got).all()
+
+
 def test_the_emulation_can_fail(monkeypatch):
     """A one-block slip in the K byte map must be caught by the comparison above."""
     case = C.standard_cases()[0]

@@ -209,7 +209,7 @@ def _emulate(q, k_cache, v_cache, tables, context_lens, softmax_scale, query_sca
     out = np.zeros((rows, group, L.HEAD_DIM), dtype=np.float32)
     logit_scale = np.float32(softmax_scale * L.LOG2E)
     for r in range(rows):
-        ctx = int(context_lens[r])
+        ctx = min(int(context_lens[r]), tables.shape[1] * L.PAGE_SIZE)
         q_vals, head_scale = _query_operand(q[r], group, q.dtype == torch.bfloat16)
         row_scale = np.float32(query_scale[r] if isinstance(query_scale, torch.Tensor) else
                                (1.0 if query_scale is None else query_scale))

@@ -251,6 +251,7 @@ def build_pa_decode(group: int, q_bf16: bool, split: bool, qscale_tensor: bool, 
         lane = thread & 63
 
         ctx = fx.Int32(_ir.load(_ir.global_ptr(lens_addr), fx.Int64(row) * 4, _ir.i32(), 4))
+        ctx = fx.min(ctx, table_width * L.PAGE_SIZE)  # never read past the row's table (check=False inputs)
         part_start = split_id * partition_tokens
         part_end = fx.min(ctx, part_start + partition_tokens)
         n_tiles = (fx.max(part_end - part_start, fx.Int32(0)) + (L.TILE - 1)) >> 6
