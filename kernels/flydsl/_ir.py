@@ -101,6 +101,13 @@ def select(cond, a, b):
     return arith.select(val(cond), val(a), val(b))
 
 
+def truncf(ty, v):
+    """fp32 vector -> bf16 vector, round to nearest even (v_cvt_pk_bf16_f32 on gfx950)."""
+    from flydsl._mlir.dialects import arith
+
+    return arith.truncf(ty, val(v))
+
+
 def exp2(x):
     """v_exp_f32: 2**x (exp2(-inf) = 0)."""
     return fx.Float32(llvm.call_intrinsic(f32(), "llvm.amdgcn.exp2.f32", [val(x)], [], []))

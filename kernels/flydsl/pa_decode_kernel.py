@@ -128,10 +128,7 @@ def _pv_tile(probs, lds, wave_base, lane, o_acc):
     for step in range_constexpr(L.PV_STEPS):
         # k-slot e holds token pv_token(step, lane, e) = s_token(2 step + (e >> 2), lane, e & 3): own registers
         p = [probs[4 * (2 * step + (e >> 2)) + (e & 3)] for e in range(8)]
-        p_vec = _ir.from_elements(_ir.vec(8, _ir.f32()), p)
-        from flydsl._mlir.dialects import arith
-
-        b = arith.truncf(_ir.vec(8, _ir.bf16()), p_vec)
+        b = _ir.truncf(_ir.vec(8, _ir.bf16()), _ir.from_elements(_ir.vec(8, _ir.f32()), p))  # P^T, bf16
         for dt in range_constexpr(L.D_TILES):
             dim = L.pv_dim(dt, lane)  # slots 0..3 / 4..7 are 4 adjacent tokens each: two 8-byte reads
             lo = _ir.load(lds, wave_base + L.vt_offset(dim, L.pv_token(step, lane, 0)), _ir.vec(2, _ir.i32()), 8)
@@ -214,10 +211,9 @@ def _combine_waves(lds, thread):
 
 
 def _to_bf16x8_words(values):
-    from flydsl._mlir.dialects import arith
-
+    """8 fp32 -> 4 x i32 of bf16 pairs (one 16-byte store)."""
     v = _ir.from_elements(_ir.vec(8, _ir.f32()), values)
-    return _ir.bitcast(_ir.vec(4, _ir.i32()), arith.truncf(_ir.vec(8, _ir.bf16()), v))
+    return _ir.bitcast(_ir.vec(4, _ir.i32()), _ir.truncf(_ir.vec(8, _ir.bf16()), v))
 
 
 @functools.cache
