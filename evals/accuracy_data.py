@@ -50,7 +50,7 @@ def heavy_tail_request(config, num_tokens: int, seed: int, outlier_channels: int
 
 
 def make_family(name: str, config, num_tokens: int, num_queries: int, depths: list[float],
-                seed: int) -> SyntheticRequest:
+                seed: int, needle_strength: float = 1.0) -> SyntheticRequest:
     """One request of `num_tokens` tokens of family `name`; its last `num_queries` tokens are the query rows."""
     seek_from = num_tokens - num_queries
     if name == "gaussian":
@@ -61,5 +61,5 @@ def make_family(name: str, config, num_tokens: int, num_queries: int, depths: li
         return make_request(config, num_tokens, [], seek_from, seed=seed, sink_strength=1.0)
     if name in ("needles", "long"):
         return make_request(config, num_tokens, needle_positions(num_tokens, num_queries, depths), seek_from,
-                            seed=seed)
+                            seed=seed, needle_strength=needle_strength)
     raise ValueError(f"family must be one of {list(FAMILIES)}, got {name!r}")

@@ -42,6 +42,8 @@ def aggregate(results: dict, layer: str = "sparse") -> tuple[list[tuple[str, int
             "topk_agreement": sum(r["topk_agreement"] for r in rows) / len(rows),
             "needle_hits": sum(r["needle_hits"] for r in rows),
             "needle_asked": sum(r["needle_asked"] for r in rows),
+            "needle_kept": sum(r.get("needle_kept", 0) for r in rows),
+            "needle_exact": sum(r.get("needle_exact", 0) for r in rows),
             "per_needle": {p: sum(v) / len(v) for p, v in sorted(per_needle.items())},
             "seeds": len(rows),
         }
@@ -70,11 +72,14 @@ def mode_summary(results: dict) -> dict[str, dict[str, float]]:
         vals = [stats[(f, n, c)] for f, n in cases if (f, n, c) in stats]
         hits = sum(v["needle_hits"] for v in vals)
         asked = sum(v["needle_asked"] for v in vals)
+        kept = sum(v["needle_kept"] for v in vals)
+        found_by_exact = sum(v["needle_exact"] for v in vals)
         out[c] = {
             "geomean_rel_l2": _geomean([v["rel_l2"] for v in vals]),
             "worst_rel_l2": max(v["rel_l2"] for v in vals),
             "mean_topk_agreement": sum(v["topk_agreement"] for v in vals) / len(vals),
             "needle_recall": hits / asked if asked else float("nan"),
+            "needle_kept": kept / found_by_exact if found_by_exact else float("nan"),
             "dense_geomean_rel_l2": _geomean([dense[(f, n, c)]["rel_l2"] for f, n in dense_cases
                                               if (f, n, c) in dense]),
         }
@@ -85,6 +90,42 @@ def _geomean(values: list[float]) -> float:
     if not values:
         return float("nan")
     return math.exp(sum(math.log(max(v, 1e-30)) for v in values) / len(values))
+
+
+def pairwise_wins(results: dict, layer: str) -> tuple[list[str], dict[tuple[str, str], tuple[int, int]]]:
+    """MXFP4 layer rows of `layer`: (modes, {(a, b): (cases where a's rel-L2 < b's, cases compared)}), a case being
+    one (family, tokens, seed). Averages hide that one seed can dominate; this counts wins per case."""
+    by_case: dict[tuple, dict[str, float]] = defaultdict(dict)
+    for r in results["rows"]:
+        if r.get("layer", "sparse") == layer and r["cache"].startswith("mxfp4-") and "emulated" not in r["cache"]:
+            by_case[(r["family"], r["tokens"], r["seed"])][r["cache"]] = r["rel_l2"]
+    modes = sorted({c for v in by_case.values() for c in v})
+    wins = {}
+    for a in modes:
+        for b in modes:
+            if a != b:
+                both = [v for v in by_case.values() if a in v and b in v]
+                wins[(a, b)] = (sum(v[a] < v[b] for v in both), len(both))
+    return modes, wins
+
+
+def _win_cell(won: int, total: int) -> str:
+    """`won/total (p)`: p = two-sided sign test (exact binomial, ties counted as losses) of won vs total - won."""
+    from .stats import sign_test
+
+    return f"{won}/{total} (p={sign_test(won, total):.2g})" if total else "-"
+
+
+def _wins_table(results: dict, layer: str) -> list[str]:
+    modes, wins = pairwise_wins(results, layer)
+    if len(modes) < 2:
+        return []
+    lines = [f"### {layer.capitalize()} layer: cases (family, N, seed) where the row's rel-L2 is lower than the "
+             "column's (p: two-sided sign test)", "", "| | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes)]
+    for a in modes:
+        cells = ["-" if a == b else _win_cell(*wins[(a, b)]) for b in modes]
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def markdown_report(results: dict, plots: list[Path] | None = None) -> str:
@@ -106,20 +147,26 @@ def markdown_report(results: dict, plots: list[Path] | None = None) -> str:
                     lambda s: "-" if s is None else f"{100 * s['topk_agreement']:.1f}%")
     needle_cases = [c for c in cases if any(stats.get(c + (k,), {}).get("needle_asked") for k in caches)]
     if needle_cases:
-        lines += _table("Needle recall (rows x needles whose block every index head kept)", needle_cases, caches,
+        lines += _table("Needle recall (rows x needles whose block every index head kept; in brackets: of the "
+                        "pairs the exact oracle found, how many this cache found too)", needle_cases, caches,
                         stats, lambda s: "-" if s is None or not s["needle_asked"]
-                        else f"{s['needle_hits']}/{s['needle_asked']}")
+                        else f"{s['needle_hits']}/{s['needle_asked']} ({s['needle_kept']}/{s['needle_exact']})")
     dense_cases, dense_caches, dense = aggregate(results, "dense")
     if dense_cases:
         lines += _table("Dense layer (full attention, no selection): output rel-L2 vs the fp64 oracle", dense_cases,
                         dense_caches, dense, lambda s: "-" if s is None else f"{s['rel_l2']:.4f}")
+    lines += _wins_table(results, "sparse")
+    if dense_cases:
+        lines += _wins_table(results, "dense")
     summary = mode_summary(results)
     lines += ["### Summary over all cases", "",
-              "| cache | geomean rel-L2 | worst rel-L2 | mean top-k agreement | needle recall | dense geomean rel-L2 |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "| cache | geomean rel-L2 | worst rel-L2 | mean top-k agreement | needle recall | needles kept "
+              "(of the oracle's) | dense geomean rel-L2 |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     for c, s in summary.items():
         lines.append(f"| {c} | {s['geomean_rel_l2']:.4f} | {s['worst_rel_l2']:.4f} | "
                      f"{100 * s['mean_topk_agreement']:.1f}% | {100 * s['needle_recall']:.1f}% | "
+                     f"{100 * s['needle_kept']:.1f}% | "
                      f"{s['dense_geomean_rel_l2']:.4f} |")
     if plots:
         lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]

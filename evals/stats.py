@@ -76,6 +76,15 @@ def _binom_cdf_half(k: int, n: int) -> float:
     return sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n
 
 
+def sign_test(wins: int, total: int) -> float:
+    """Two-sided exact sign test: P of a split at least as uneven as wins / total - wins under p = 1/2."""
+    if not 0 <= wins <= total:
+        raise ValueError(f"wins must be in [0, total={total}], got {wins}")
+    if total == 0:
+        return 1.0
+    return min(1.0, 2.0 * _binom_cdf_half(min(wins, total - wins), total))
+
+
 def mcnemar(a: Sequence[int], b: Sequence[int]) -> McNemar:
     """McNemar's paired test of two 0/1 outcome vectors over the same questions."""
     xs = _check_outcomes("a", a)
@@ -87,7 +96,7 @@ def mcnemar(a: Sequence[int], b: Sequence[int]) -> McNemar:
     m = n01 + n10
     if m == 0:
         return McNemar(b=n01, c=n10, statistic=0.0, p_exact=1.0, p_chi2=1.0)
-    p_exact = min(1.0, 2.0 * _binom_cdf_half(min(n01, n10), m))
+    p_exact = sign_test(n01, m)
     stat = max(abs(n01 - n10) - 1, 0) ** 2 / m
     # chi-square with 1 dof: survival = erfc(sqrt(stat / 2))
     p_chi2 = math.erfc(math.sqrt(stat / 2.0))

@@ -107,6 +107,28 @@ def test_mode_summary_matches_rows(study):
         assert min(rows) <= summary[f"mxfp4-{mode}"]["geomean_rel_l2"] <= max(rows)
 
 
+def test_pairwise_wins_count_cases(study):
+    _, results = study
+    modes, wins = accuracy_report.pairwise_wins(results, "sparse")
+    assert modes == [f"mxfp4-{m}" for m in sorted(MODES)]
+    rel = {(r["family"], r["tokens"], r["cache"]): r["rel_l2"] for r in results["rows"] if r["layer"] == "sparse"}
+    cases = {(f, n) for f, n, _ in rel}
+    for a in modes:
+        for b in modes:
+            if a != b:
+                assert wins[(a, b)] == (sum(rel[c + (a,)] < rel[c + (b,)] for c in cases), len(cases))
+    assert "sign test" in (study[0] / "results.md").read_text()
+
+
+def test_sign_test():
+    from atom_mxfp4.evals.stats import sign_test
+
+    assert sign_test(15, 18) == pytest.approx(2 * sum(math.comb(18, i) for i in range(4)) / 2**18)
+    assert sign_test(9, 18) == 1.0 and sign_test(0, 0) == 1.0
+    with pytest.raises(ValueError, match="wins must be in"):
+        sign_test(5, 4)
+
+
 def test_needle_recall_counts_rows_after_the_needle():
     # topk [niq=1, R=3, 2]: needle at 130 (block 1); rows at 100 (before it), 200, 300
     topk = torch.tensor([[[0, 1], [1, 2], [0, 2]]], dtype=torch.int32)
