@@ -20,14 +20,21 @@ def _positive_int(text: str) -> int:
 
 
 def _cmd_gsm8k(args: argparse.Namespace) -> int:
-    from .gsm8k import format_table, run_ab
+    from .gsm8k import compare_files, format_table, run_ab
 
-    summary = run_ab(
-        args.url, args.baseline_url, model=args.model, baseline_model=args.baseline_model, api=args.api,
-        data_dir=args.data_dir, limit=args.limit, num_concurrent=args.num_concurrent,
-        max_gen_toks=args.max_gen_toks, num_fewshot=args.num_fewshot, tokenizer_backend=args.tokenizer_backend,
-        timeout=args.timeout,
-    )
+    if args.compare:
+        if args.url or args.baseline_url:
+            raise SystemExit("eval gsm8k: --compare reads two saved runs; it takes no --url / --baseline-url")
+        summary = compare_files(*args.compare)
+    elif not args.url:
+        raise SystemExit("eval gsm8k: --url is required (or --compare CANDIDATE.json BASELINE.json)")
+    else:
+        summary = run_ab(
+            args.url, args.baseline_url, model=args.model, baseline_model=args.baseline_model, api=args.api,
+            data_dir=args.data_dir, limit=args.limit, num_concurrent=args.num_concurrent,
+            max_gen_toks=args.max_gen_toks, num_fewshot=args.num_fewshot,
+            tokenizer_backend=args.tokenizer_backend, timeout=args.timeout,
+        )
     print(format_table(summary))
     text = json.dumps(summary, indent=1)
     if args.output:
@@ -53,7 +60,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     g = sub.add_parser("gsm8k", help="5-shot GSM8K via lm-eval against an OpenAI-compatible server (optional A/B)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    g.add_argument("--url", required=True,
+    g.add_argument("--url", default=None,
                    help="candidate server root (http://host:port) or its /v1/completions endpoint")
     g.add_argument("--baseline-url", default=None,
                    help="baseline server: same questions, paired comparison (McNemar) against the candidate")
@@ -71,6 +78,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="lm-eval tokenizer backend (none: send text; generation needs no tokenizer)")
     g.add_argument("--timeout", type=_positive_int, default=600, help="seconds per request")
     g.add_argument("--output", default=None, help="write the JSON summary here (default: print it)")
+    g.add_argument("--compare", nargs=2, metavar=("CANDIDATE_JSON", "BASELINE_JSON"), default=None,
+                   help="run nothing: pair two single-server runs saved with --output (same --limit / data)")
     g.set_defaults(func=_cmd_gsm8k, handler=_cmd_gsm8k)
 
     a = sub.add_parser("accuracy", help="layer (MXFP4 caches, sparse) vs full-precision oracle on synthetic data",

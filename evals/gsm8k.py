@@ -219,6 +219,24 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def load_run(path: str | Path, side: str = "candidate") -> RunResult:
+    """A run back from a summary JSON written by `eval gsm8k --output` (its `side`: candidate or baseline)."""
+    summary = json.loads(Path(path).read_text())
+    if side not in summary:
+        raise ValueError(f"{path} must hold a {side!r} run, got keys {sorted(summary)}")
+    outcomes = {}
+    for f in FILTERS:
+        row = summary["filters"][f]
+        outcomes[f] = dict(zip(row["doc_ids"], row[f"{side}_outcomes"]))
+    meta = summary[side]
+    return RunResult(url=meta["url"], model=meta["model"], outcomes=outcomes, seconds=meta.get("seconds", 0.0))
+
+
+def compare_files(candidate: str | Path, baseline: str | Path) -> dict:
+    """Paired summary of two single-server runs saved with --output (e.g. one server at a time on one node)."""
+    return summarize(load_run(candidate), load_run(baseline))
+
+
 def run_ab(url: str, baseline_url: str | None = None, **kwargs) -> dict:
     """Run the candidate (and the baseline, one after the other) and return the summary dict."""
     model = kwargs.pop("model", None)

@@ -94,6 +94,30 @@ def test_gsm8k_ab_matches_rule(servers, tmp_path, capsys):
 
 
 @needs_data
+def test_gsm8k_compare_two_saved_runs(servers, tmp_path, capsys):
+    """One server at a time (one node): two single runs saved, then paired offline with --compare."""
+    limit = 6
+    paths = []
+    for pattern in ("SSW", "WFS"):
+        srv = servers(pattern)
+        paths.append(tmp_path / f"{pattern}.json")
+        assert main(["eval", "gsm8k", "--url", srv.url, "--data-dir", str(DATA_DIR), "--limit", str(limit),
+                     "--output", str(paths[-1])]) == 0
+    out = tmp_path / "pair.json"
+    assert main(["eval", "gsm8k", "--compare", str(paths[0]), str(paths[1]), "--output", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    want_c, want_b = expected_outcomes(limit, "SSW"), expected_outcomes(limit, "WFS")
+    for f in FILTERS:
+        row = summary["filters"][f]
+        assert row["candidate_outcomes"] == want_c[f] and row["baseline_outcomes"] == want_b[f]
+        b = sum(x and not y for x, y in zip(want_c[f], want_b[f]))
+        c = sum(y and not x for x, y in zip(want_c[f], want_b[f]))
+        assert (row["mcnemar"]["b"], row["mcnemar"]["c"]) == (b, c)
+    with pytest.raises(SystemExit, match="--url is required"):
+        main(["eval", "gsm8k", "--limit", "3"])
+
+
+@needs_data
 def test_gsm8k_single_chat_api(servers, tmp_path):
     limit, pattern = 9, "FSWS"
     srv = servers(pattern)
