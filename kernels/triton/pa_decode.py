@@ -21,38 +21,10 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_OFFSET, e2m1_unscaled, e8m0_value, mma_bf16, \
-    mma_operand, qk_tile, to_bf16_rne
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile, to_bf16_rne
 
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
 LOG2E = 1.4426950408889634
-
-
-@triton.jit
-def _pv_block(acc, p, record, offset, valid, b: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
-              DOT_SCALED: tl.constexpr):
-    """acc [BLOCK_H, 32] += p . V[:, 32b : 32b + 32]; the block's e8m0 scale (one per token) is folded into p, so
-    the product sees only e2m1 magnitudes: p_b = bf16(p * 2**(s - 127))."""
-    byte = tl.arange(0, 16)
-    codes = tl.load(record + offset[:, None] * 64 + b * 16 + byte[None, :], mask=valid[:, None], other=0)  # [N, 16]
-    scale = e8m0_value(tl.load(record + SCALE_OFFSET + offset * 4 + b, mask=valid, other=0))  # [N]
-    p_b = p * scale[None, :]
-    if DOT_SCALED:
-        return tl.dot_scaled(p_b.to(tl.bfloat16), None, "bf16", codes, None, "e2m1", acc=acc, rhs_k_pack=False)
-    else:
-        values = tl.reshape(tl.join(e2m1_unscaled(codes & 0xF), e2m1_unscaled(codes >> 4)), (BLOCK_N, 32))
-        return acc + tl.dot(mma_operand(p_b, MMA_BF16), mma_operand(values, MMA_BF16))
-
-
-@triton.jit
-def _store_block(ptr, acc, l_i, row_stride, mask, b: tl.constexpr, TO_BF16: tl.constexpr):
-    """Store acc / l (rows without tokens: 0) at columns [32b, 32b + 32) of [BLOCK_H, 128] rows."""
-    head = tl.arange(0, BLOCK_H)
-    col = b * 32 + tl.arange(0, 32)
-    out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
-    if TO_BF16:
-        out = to_bf16_rne(out)
-    tl.store(ptr + head[:, None] * row_stride + col[None, :], out, mask=mask[:, None])
 
 
 @triton.jit
@@ -83,10 +55,7 @@ def _pa_decode_kernel(
 
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc0 = tl.zeros([BLOCK_H, 32], tl.float32)  # output columns 0..31, then 32..63, 64..95, 96..127
-    acc1 = tl.zeros([BLOCK_H, 32], tl.float32)
-    acc2 = tl.zeros([BLOCK_H, 32], tl.float32)
-    acc3 = tl.zeros([BLOCK_H, 32], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
     token_in_tile = tl.arange(0, BLOCK_N)
     TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N
     for tile in range(page_begin * TILES_PER_PAGE, page_end * TILES_PER_PAGE):
@@ -100,30 +69,20 @@ def _pa_decode_kernel(
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(logits - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v_record = v_ptr + page * RECORD_BYTES
-        acc0 = _pv_block(acc0 * alpha[:, None], p, v_record, offset, valid, 0, BLOCK_N, MMA_BF16, DOT_SCALED)
-        acc1 = _pv_block(acc1 * alpha[:, None], p, v_record, offset, valid, 1, BLOCK_N, MMA_BF16, DOT_SCALED)
-        acc2 = _pv_block(acc2 * alpha[:, None], p, v_record, offset, valid, 2, BLOCK_N, MMA_BF16, DOT_SCALED)
-        acc3 = _pv_block(acc3 * alpha[:, None], p, v_record, offset, valid, 3, BLOCK_N, MMA_BF16, DOT_SCALED)
+        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N)  # [N, D] fp32, 0 where invalid
+        acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
         m_i = m_new
 
+    has_tokens = l_i > 0.0
+    out = acc / tl.where(has_tokens, l_i, 1.0)[:, None]  # rows / splits with no token: 0
     if SPLIT:  # partial (out, lse) of this split; a split without tokens stores lse -inf and zeros
-        has_tokens = l_i > 0.0
         lse = tl.where(has_tokens, m_i + tl.log2(tl.where(has_tokens, l_i, 1.0)), float("-inf"))
         base = (row * num_splits + split) * BLOCK_H
-        dst = part_out_ptr + base * HEAD_DIM
-        all_heads = head >= 0
-        _store_block(dst, acc0, l_i, HEAD_DIM, all_heads, 0, False)
-        _store_block(dst, acc1, l_i, HEAD_DIM, all_heads, 1, False)
-        _store_block(dst, acc2, l_i, HEAD_DIM, all_heads, 2, False)
-        _store_block(dst, acc3, l_i, HEAD_DIM, all_heads, 3, False)
+        tl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
         tl.store(part_lse_ptr + base + head, lse)
     else:
-        dst = out_ptr + row * group * HEAD_DIM
-        _store_block(dst, acc0, l_i, HEAD_DIM, head_ok, 0, True)
-        _store_block(dst, acc1, l_i, HEAD_DIM, head_ok, 1, True)
-        _store_block(dst, acc2, l_i, HEAD_DIM, head_ok, 2, True)
-        _store_block(dst, acc3, l_i, HEAD_DIM, head_ok, 3, True)
+        tl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], to_bf16_rne(out),
+                 mask=head_ok[:, None])
 
 
 @triton.jit
@@ -157,7 +116,8 @@ class DecodeConfig:
     block_n: int = 64  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 2
-    dot_scaled: bool = True  # tl.dot_scaled for the MXFP4 operands (GPU only; the interpreter decodes by hand)
+    dot_scaled: bool = True  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
+    # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
 
 
 @functools.cache
