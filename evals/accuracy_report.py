@@ -10,6 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 
 REFERENCE_ORDER = ("exact", "bf16", "fp8")
+COLORS = {"exact": "black", "bf16": "tab:blue", "fp8": "tab:orange", "mxfp4-ceil": "tab:green",
+          "mxfp4-floor": "tab:red", "mxfp4-mse": "tab:purple"}  # the same cache has the same colour in every plot
 
 
 def _cache_order(caches) -> list[str]:
@@ -194,14 +196,15 @@ def write_plots(results: dict, out_dir: Path) -> list[Path]:
         for i, c in enumerate(shown):
             xs = [j + i * width for j in range(len(panel_cases))]
             ys = [panel_stats.get((f, n, c), {}).get("rel_l2", float("nan")) for f, n in panel_cases]
-            ax.bar(xs, ys, width, label=c)
+            ax.bar(xs, ys, width, label=c, color=COLORS.get(c))
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(panel_cases))],
                       [f"{f}\nN={n}" for f, n in panel_cases], fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("output rel-L2 vs fp64 oracle")
         ax.set_title(f"KV cache error by data family: {title}", fontsize=9)
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(shown), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     paths.append(out_dir / "rel_l2_by_family.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
@@ -215,7 +218,7 @@ def write_plots(results: dict, out_dir: Path) -> list[Path]:
                 s = stats.get((f, n, c))
                 if s and s["per_needle"]:
                     ax.plot([p / prompt for p in s["per_needle"]], list(s["per_needle"].values()), marker="o",
-                            label=c)
+                            label=c, color=COLORS.get(c), alpha=0.8)
             ax.set_ylim(-0.05, 1.05)
             ax.set_xlabel("needle depth (fraction of prompt)")
             ax.set_ylabel("recall")
@@ -229,16 +232,20 @@ def write_plots(results: dict, out_dir: Path) -> list[Path]:
     lengths = sorted({n for f, n in cases if f in ("needles", "long")})
     if len(lengths) > 1:
         fig, ax = plt.subplots(figsize=(6, 4))
-        for c in shown:
-            pts = sorted((n, stats[(f, n, c)]["rel_l2"]) for f, n in cases
-                         if f in ("needles", "long") and (f, n, c) in stats)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=c)
+        for layer_stats, style, suffix in ((stats, "-", ""), (dense, "--", " dense")):
+            for c in shown:
+                pts = sorted((n, layer_stats[(f, n, c)]["rel_l2"]) for f, n in cases
+                             if f in ("needles", "long") and (f, n, c) in layer_stats)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=c + suffix,
+                            color=COLORS.get(c))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("context length N (tokens)")
         ax.set_ylabel("output rel-L2 vs fp64 oracle")
-        ax.set_title("needles family: error vs context length")
-        ax.legend(fontsize=8)
+        ax.set_title("needles / long families: error vs context length\n(solid: sparse layer, dashed: dense)",
+                     fontsize=10)
+        ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
         paths.append(out_dir / "rel_l2_vs_context.png")
         fig.savefig(paths[-1], dpi=110)
