@@ -1,0 +1,151 @@
+"""The ``atom_mxfp4`` SGLang attention backend: runs ``atom_mxfp4.layer.SparseMXFP4Attention`` per layer.
+
+Metadata (one ``AttentionMetadata`` per forward, shared by every layer):
+- extend (prefill, chunked prefill, prefix-cache hits): built in ``init_forward_metadata_out_graph`` (dynamic shapes);
+  rows are the new tokens, ``positions`` = ``forward_batch.positions`` [T] i64, ``slot_mapping`` = ``out_cache_loc``
+  [T] i64, ``token_request`` [T] i32 = the batch row of each token, ``block_table`` [B, max_pages] i32 = page ids
+  ``req_to_token[req_pool_indices, 0::128] // 128`` (entries past a request's length are never read).
+- decode: built in ``init_forward_metadata_in_graph`` into per-batch-size buffers allocated outside the graph
+  (``init_cuda_graph_state`` / ``out_graph``), with static-shape device ops only, so a CUDA graph that captured it
+  recomputes it from the runner's static inputs at replay.
+The model's attention module reaches the backend through ``forward_layer`` (hooks.py routes
+``MiniMaxM3Attention.forward`` here): the layer gets the *raw* fused projection ``[q | k | v | idx_q | idx_k]`` and
+does QK-norm, RoPE and the MXFP4 write itself.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+
+from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.errors import expect
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
+
+from .geometry import check_model
+from .pool import MXFP4MiniMaxKVPool
+
+KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # torch | triton | flydsl; unset = atom_mxfp4.backends' choice
+
+
+def _attn_tp_size() -> int:
+    try:
+        from sglang.srt.runtime_context import get_parallel
+        return int(get_parallel().attn_tp_size)
+    except Exception:  # runtime context not initialised (unit tests build the backend by hand)
+        return 1
+
+
+class AtomMXFP4AttnBackend(AttentionBackend):
+    def __init__(self, runner, kernel_backend: str | None = None, attn_tp_size: int | None = None):
+        pool = runner.token_to_kv_pool
+        expect(isinstance(pool, MXFP4MiniMaxKVPool), "token_to_kv_pool", "an MXFP4MiniMaxKVPool "
+               "(--kv-cache-dtype mxfp4 builds it)", type(pool).__name__, TypeError)
+        self.pool = self.token_to_kv_pool = pool
+        self.req_to_token = runner.req_to_token_pool.req_to_token  # [max_reqs, max_context] i32 slot ids
+        self.geometry = check_model(runner.model_config.hf_config,
+                                    attn_tp_size=attn_tp_size if attn_tp_size is not None else _attn_tp_size())
+        self.kernel_backend = kernel_backend or os.environ.get(KERNEL_BACKEND_ENV) or None
+        self.max_pages = (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE
+        self.configs = {sparse: self.geometry.layer_config(sparse) for sparse in (False, True)}
+        self.layers: dict[int, SparseMXFP4Attention] = {}
+        self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
+        self.forward_metadata: AttentionMetadata | None = None
+        self._decode_buffers: dict[int, AttentionMetadata] = {}
+
+    # ---- metadata ----
+    def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
+        cols = torch.arange(max_pages, device=self.req_to_token.device) * PAGE_SIZE
+        return (self.req_to_token[req_pool_indices.long()][:, cols] // PAGE_SIZE).to(torch.int32)
+
+    def _decode_buffer(self, bs: int, device) -> AttentionMetadata:
+        if bs not in self._decode_buffers:
+            self._decode_buffers[bs] = AttentionMetadata(
+                positions=torch.zeros(bs, dtype=torch.int64, device=device),
+                slot_mapping=torch.full((bs,), -1, dtype=torch.int64, device=device),
+                token_request=torch.arange(bs, dtype=torch.int32, device=device),
+                block_table=torch.zeros(bs, self.max_pages, dtype=torch.int32, device=device))
+        return self._decode_buffers[bs]
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int):
+        for bs in range(1, max_bs + 1):  # small tensors; allocated before capture so capture never allocates
+            self._decode_buffer(bs, self.req_to_token.device)
+
+    def get_cuda_graph_seq_len_fill_value(self):
+        return 1
+
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture: bool = False):
+        mode = forward_batch.forward_mode
+        if mode.is_decode_or_idle():
+            self.forward_metadata = self._decode_buffer(forward_batch.batch_size, forward_batch.seq_lens.device)
+            return
+        expect(mode.is_extend(), "forward_mode", "EXTEND, DECODE or IDLE (speculative modes are refused at start-up)",
+               mode)
+        extend_lens = forward_batch.extend_seq_lens
+        bs = forward_batch.batch_size
+        rows = torch.repeat_interleave(torch.arange(bs, dtype=torch.int32, device=extend_lens.device),
+                                       extend_lens.long())
+        max_len = int(forward_batch.seq_lens_cpu.max()) if forward_batch.seq_lens_cpu is not None \
+            else int(forward_batch.seq_lens.max())
+        pages = min(self.max_pages, (max_len + PAGE_SIZE - 1) // PAGE_SIZE)
+        self.forward_metadata = AttentionMetadata(
+            positions=forward_batch.positions.long(), slot_mapping=forward_batch.out_cache_loc.long(),
+            token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous())
+
+    def init_forward_metadata_in_graph(self, forward_batch):
+        """Decode: static-shape device ops into the per-batch-size buffers (recorded by a CUDA graph)."""
+        if not forward_batch.forward_mode.is_decode_or_idle() or forward_batch.batch_size == 0:
+            return
+        meta = self._decode_buffer(forward_batch.batch_size, forward_batch.seq_lens.device)
+        meta.positions.copy_(forward_batch.seq_lens.long() - 1)
+        meta.slot_mapping.copy_(forward_batch.out_cache_loc.long())
+        meta.block_table.copy_(self._block_table(forward_batch.req_pool_indices, self.max_pages))
+        self.forward_metadata = meta
+
+    # ---- the layer ----
+    def layer_for(self, module) -> SparseMXFP4Attention:
+        """One ``SparseMXFP4Attention`` per model layer; weights are the module's own norm parameters."""
+        layer_id = module.attn.layer_id
+        if layer_id not in self.layers:
+            sparse = bool(module.is_sparse_attention_layer)
+            weights = {"q_norm": module.q_norm.weight, "k_norm": module.k_norm.weight}
+            if sparse:
+                weights.update(idx_q_norm=module.index_q_norm.weight, idx_k_norm=module.index_k_norm.weight)
+            layer = SparseMXFP4Attention(self.configs[sparse], weights, backend=self.kernel_backend)
+            layer._cos_sin = self._cos_sin  # one RoPE table per device for all layers (not one per layer)
+            self.layers[layer_id] = layer
+        return self.layers[layer_id]
+
+    @staticmethod
+    def fused_projection(module, hidden_states: torch.Tensor) -> torch.Tensor:
+        """``[q | k | v | idx_q | idx_k]`` [T, W] of this rank, before QK-norm and RoPE (idx_v is never produced:
+        start-up refuses models with an index value branch)."""
+        if getattr(module, "_fused_qkv_index", None) is not None:
+            return module.fused_qkv_index_proj(hidden_states)
+        qkv, _ = module.qkv_proj(hidden_states)
+        if not module.is_sparse_attention_layer:
+            return qkv
+        idx_qk, _ = module.index_qkv_proj(hidden_states)
+        return torch.cat([qkv, idx_qk], dim=-1)
+
+    def forward_layer(self, module, positions, hidden_states, forward_batch) -> torch.Tensor:
+        """``MiniMaxM3Attention.forward`` with our layer: fused projection -> SparseMXFP4Attention -> o_proj."""
+        if forward_batch.forward_mode.is_idle() or hidden_states.shape[0] == 0:
+            return hidden_states.new_empty(0, hidden_states.shape[-1])
+        meta = self.forward_metadata
+        expect(meta is not None and meta.num_tokens == hidden_states.shape[0], "forward metadata",
+               f"built for this batch ({hidden_states.shape[0]} tokens)",
+               None if meta is None else meta.num_tokens)
+        layer = self.layer_for(module)
+        k, v, index_k = self.pool.layer_caches(module.attn.layer_id)
+        out = layer(self.fused_projection(module, hidden_states), meta, LayerCaches(k, v, index_k))
+        output, _ = module.o_proj(out.to(hidden_states.dtype))
+        return output
+
+    def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+        raise RuntimeError(
+            "the atom_mxfp4 attention backend runs whole MiniMaxM3Attention layers (forward_layer); RadixAttention "
+            f"layer {getattr(layer, 'layer_id', '?')} reached it directly, so the model hook is not installed "
+            "(load the plugin: pip install atom-mxfp4[sglang])")

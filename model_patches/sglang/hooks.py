@@ -1,0 +1,108 @@
+"""Every SGLang internal the plugin touches, in one place (docs/sglang.md lists them with the reason for each).
+
+Extension points (public registries): ``register_attention_backend``, ``add_attention_backend_choices``,
+``register_model_override_predicate`` (start-up checks and the backend / page-size choice), ``HookRegistry`` (the
+rest). Each hook passes through to SGLang unchanged unless ``--kv-cache-dtype mxfp4`` is in force.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from .geometry import BACKEND_NAME, KV_CACHE_DTYPE, check_model, check_server_settings, layer_ids
+
+logger = logging.getLogger(__name__)
+
+# HookRegistry targets (dotted paths resolved by SGLang when it applies the hooks)
+T_ADD_CLI_ARGS = "sglang.srt.server_args.ServerArgs.add_cli_args"
+T_CONFIGURE_DTYPE = "sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype"
+T_CELL_SIZE = "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size"
+T_BUILD_POOL = "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_minimax_sparse_kv_pool"
+T_ATTENTION_FORWARD = "sglang.srt.models.minimax_m3.MiniMaxM3Attention.forward"
+
+
+def add_cli_choice(result, parser):
+    """AFTER ``ServerArgs.add_cli_args``: accept ``--kv-cache-dtype mxfp4`` (SGLang reserves the name)."""
+    for action in parser._actions:
+        if action.dest == "kv_cache_dtype" and action.choices is not None and KV_CACHE_DTYPE not in action.choices:
+            action.choices = list(action.choices) + [KV_CACHE_DTYPE]
+    return result
+
+
+def configure_kv_cache_dtype(original, *args, **kwargs):
+    """AROUND: ``mxfp4`` -> (``"mxfp4"``, ``torch.uint8``): the pools hold uint8 records, not a torch float dtype."""
+    if kwargs.get("server_args_kv_cache_dtype") == KV_CACHE_DTYPE:
+        check_server_settings(page_size=128, speculative_algorithm=None, attention_backends=())
+        if kwargs.get("is_draft_worker"):
+            raise ValueError("--kv-cache-dtype mxfp4: a speculative draft worker must be unset, got a draft worker")
+        return KV_CACHE_DTYPE, torch.uint8
+    return original(*args, **kwargs)
+
+
+def _is_mxfp4(kvc) -> bool:
+    return getattr(kvc, "kv_cache_dtype_str", None) == KV_CACHE_DTYPE
+
+
+def _local_layers(kvc):
+    dense, sparse = layer_ids(kvc.model_config.hf_config)
+    start, end = kvc.layer_info.start_layer, kvc.layer_info.end_layer
+    return [i for i in dense if start <= i < end], [i for i in sparse if start <= i < end]
+
+
+def _kv_heads(kvc) -> int:
+    from .backend import _attn_tp_size
+    return kvc.model_config.get_num_kv_heads(_attn_tp_size())
+
+
+def compute_cell_size(original, self, kvc, num_layers):
+    """AROUND ``DefaultPoolConfigurator._compute_cell_size``: the true MXFP4 bytes per token (pool.bytes_per_token),
+    so ``--mem-fraction-static`` buys ``512 / 136`` = 3.76x the tokens of a bf16 main K/V."""
+    if not _is_mxfp4(kvc):
+        return original(self, kvc, num_layers)
+    from .pool import bytes_per_token
+    dense, sparse = _local_layers(kvc)
+    return bytes_per_token(kv_heads=_kv_heads(kvc), num_layers=len(dense) + len(sparse), num_sparse_layers=len(sparse))
+
+
+def build_minimax_pool(original, self, *, max_total_num_tokens):
+    """AROUND ``KVCacheConfigurator._build_minimax_sparse_kv_pool``: our MXFP4 records pool."""
+    if not _is_mxfp4(self):
+        return original(self, max_total_num_tokens=max_total_num_tokens)
+    from .pool import MXFP4MiniMaxKVPool
+    dense, sparse = _local_layers(self)
+    return MXFP4MiniMaxKVPool(size=max_total_num_tokens, page_size=self.page_size, head_num=_kv_heads(self),
+                              dense_layer_ids=dense, sparse_layer_ids=sparse, device=self.device,
+                              start_layer=self.layer_info.start_layer, end_layer=self.layer_info.end_layer)
+
+
+def attention_forward(original, self, positions, hidden_states, forward_batch):
+    """AROUND ``MiniMaxM3Attention.forward``: with our backend, the layer gets the raw fused projection."""
+    from .backend import AtomMXFP4AttnBackend
+    backend = getattr(forward_batch, "attn_backend", None)
+    if isinstance(backend, AtomMXFP4AttnBackend):
+        return backend.forward_layer(self, positions, hidden_states, forward_batch)
+    return original(self, positions, hidden_states, forward_batch)
+
+
+def model_override(server_args, hf_config) -> dict:
+    """Model-override provider for every architecture: start-up refusals, then our backend and page size."""
+    from sglang.srt.arg_groups.model_override_base import resolving_view
+    cfg = resolving_view(server_args)
+    if cfg.kv_cache_dtype != KV_CACHE_DTYPE:
+        return {}
+    tp = int(getattr(cfg, "tp_size", 1) or 1)
+    dp = int(getattr(cfg, "dp_size", 1) or 1) if getattr(cfg, "enable_dp_attention", False) else 1
+    check_model(hf_config, attn_tp_size=max(1, tp // dp))
+    # what the user set (the raw record), not what platform / model providers resolved before us
+    explicit = [getattr(server_args, name, None) for name in
+                ("attention_backend", "prefill_attention_backend", "decode_attention_backend")]
+    check_server_settings(page_size=getattr(server_args, "page_size", None),
+                          speculative_algorithm=cfg.speculative_algorithm, attention_backends=explicit)
+    return {"attention_backend": BACKEND_NAME, "page_size": 128}
+
+
+def create_backend(runner):
+    from .backend import AtomMXFP4AttnBackend
+    return AtomMXFP4AttnBackend(runner)
