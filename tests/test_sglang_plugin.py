@@ -1,0 +1,175 @@
+"""The SGLang plugin at start-up (CPU): entry-point loading through SGLang's own loader, `--kv-cache-dtype mxfp4`
+parsing and resolution, the documented refusals, and SGLang's KV-cache configurator building our MXFP4 pools with
+the true bytes per token."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("sglang", reason="SGLang is installed by scripts/install.d/30-sglang.sh")
+from atom_mxfp4.model_patches.sglang import cpu_shim  # noqa: E402
+
+cpu_shim.install()
+
+from sglang.srt.plugins import load_plugins  # noqa: E402
+from sglang.srt.plugins.hook_registry import HookRegistry  # noqa: E402
+
+from atom_mxfp4.cache import RECORD_BYTES, capacity_ratio  # noqa: E402
+from atom_mxfp4.model_patches.sglang import hooks  # noqa: E402
+from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME  # noqa: E402
+
+TINY_M3 = {  # MiniMax-M3 geometry at 1/8 scale: GQA 4, 2 KV heads, 1 dense + 3 sparse layers
+    "architectures": ["MiniMaxM3SparseForCausalLM"], "model_type": "minimax_m2", "hidden_size": 256,
+    "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "head_dim": 128, "rotary_dim": 64, "rope_theta": 5e6, "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
+    "vocab_size": 512, "num_local_experts": 2, "num_experts_per_tok": 1, "qk_norm_type": "per_head",
+    "use_qk_norm": True, "use_gemma_norm": True, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
+    "sparse_attention_config": {
+        "sparse_attention_freq": [0, 1, 1, 1], "sparse_disable_index_value": [0, 1, 1, 1],
+        "sparse_num_index_heads": 2, "sparse_index_dim": 128, "sparse_block_size": 128, "sparse_topk_blocks": 2,
+        "sparse_init_block": 0, "sparse_local_block": 1, "sparse_score_type": "max"},
+}
+
+
+def model_dir(tmp_path, **changes):
+    config = json.loads(json.dumps(TINY_M3))
+    for key, value in changes.items():
+        if key in config["sparse_attention_config"]:
+            config["sparse_attention_config"][key] = value
+        else:
+            config[key] = value
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return str(tmp_path)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugins():
+    load_plugins()  # SGLang's own loader: importlib.metadata entry points, then HookRegistry.apply_hooks()
+
+
+def resolve(argv):
+    from sglang.srt.arg_groups.overrides import resolved_view
+    from sglang.srt.server_args import prepare_server_args
+    args = prepare_server_args(argv)
+    args.resolve_once()
+    return resolved_view(args)
+
+
+def test_entry_point_is_declared_and_loaded():
+    (ep,) = [e for e in entry_points(group="sglang.srt.plugins") if e.name == "atom_mxfp4"]
+    assert ep.value == "atom_mxfp4.model_patches.sglang:register"
+    from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
+    from sglang.srt.server_args import ATTENTION_BACKEND_CHOICES
+    assert ATTENTION_BACKENDS[BACKEND_NAME] is hooks.create_backend
+    assert BACKEND_NAME in ATTENTION_BACKEND_CHOICES
+    targets = {hooks.T_ADD_CLI_ARGS, hooks.T_CONFIGURE_DTYPE, hooks.T_CELL_SIZE, hooks.T_BUILD_POOL,
+               hooks.T_ATTENTION_FORWARD}
+    assert targets <= HookRegistry._patched, f"hooks not applied: {targets - HookRegistry._patched}"
+
+
+def test_cli_parses_and_resolves_mxfp4(tmp_path):
+    view = resolve(["--model-path", model_dir(tmp_path), "--kv-cache-dtype", "mxfp4", "--device", "cpu"])
+    assert (view.kv_cache_dtype, view.attention_backend, view.page_size) == ("mxfp4", BACKEND_NAME, 128)
+
+
+def test_other_dtypes_untouched(tmp_path):
+    view = resolve(["--model-path", model_dir(tmp_path), "--kv-cache-dtype", "bf16", "--device", "cpu"])
+    assert view.kv_cache_dtype == "bf16" and view.attention_backend != BACKEND_NAME
+
+
+REFUSALS = [
+    (dict(architectures=["LlamaForCausalLM"]), [], "model architecture must be one of ['MiniMaxM3SparseForCausalLM']"
+     ", got LlamaForCausalLM"),
+    (dict(head_dim=64), [], "head_dim must be 128 (the only head_dim of the MXFP4 kernels), got 64"),
+    (dict(num_attention_heads=64, num_key_value_heads=2), [],
+     "GQA group (num_attention_heads / num_key_value_heads) must be a whole group <= 16, got 64 / 2"),
+    ({}, ["--page-size", "64"], "--page-size must be 128 (or unset), got 64"),
+    ({}, ["--speculative-algorithm", "EAGLE"], "--speculative-algorithm must be unset (no speculative draft model is "
+     "covered by the MXFP4 pools), got EAGLE"),
+    (dict(sparse_disable_index_value=[0, 0, 1, 1]), [], "sparse layers with an index value branch"),
+]
+
+
+@pytest.mark.parametrize("changes, extra, message", REFUSALS, ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v"])
+def test_refusals_at_start_up(tmp_path, changes, extra, message):
+    argv = ["--model-path", model_dir(tmp_path, **changes), "--kv-cache-dtype", "mxfp4", "--device", "cpu"] + extra
+    with pytest.raises(ValueError) as error:
+        resolve(argv)
+    assert "--kv-cache-dtype mxfp4: " + message in str(error.value)
+
+
+def test_kv_cache_dtype_resolves_to_uint8_records():
+    from sglang.srt.mem_cache import kv_cache_dtype
+    resolved = kv_cache_dtype.configure_kv_cache_dtype(
+        server_args_kv_cache_dtype="mxfp4", model=None, model_dtype=torch.bfloat16, is_draft_worker=False,
+        is_dflash=False, speculative_draft_attention_backend=None)
+    assert resolved == ("mxfp4", torch.uint8)
+    assert kv_cache_dtype.configure_kv_cache_dtype(
+        server_args_kv_cache_dtype="bf16", model=None, model_dtype=torch.bfloat16, is_draft_worker=False,
+        is_dflash=False, speculative_draft_attention_backend=None)[1] == torch.bfloat16
+
+
+def fake_configurator(hf_config, kv_cache_dtype_str="mxfp4", start=0, end=4):
+    """The fields of SGLang's KVCacheConfigurator that the two hooked methods read."""
+    total = hf_config.num_key_value_heads
+    model_config = SimpleNamespace(hf_config=hf_config, get_num_kv_heads=lambda tp, *rest: max(1, total // tp))
+    return SimpleNamespace(kv_cache_dtype_str=kv_cache_dtype_str, model_config=model_config, page_size=128,
+                           device="cpu", layer_info=SimpleNamespace(start_layer=start, end_layer=end))
+
+
+def tiny_hf_config():
+    from transformers import PretrainedConfig
+    return PretrainedConfig(**TINY_M3)
+
+
+def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token():
+    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+    from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
+    kvc = fake_configurator(tiny_hf_config())
+    nkv, layers, sparse = 2, 4, 3
+    cell = DefaultPoolConfigurator._compute_cell_size(object.__new__(DefaultPoolConfigurator), kvc, layers)
+    assert cell == (2 * nkv * layers + sparse) * RECORD_BYTES // 128 == 1292
+    bf16_main = 2 * nkv * layers * 128 * 2  # what a bf16 main K/V costs per token
+    assert bf16_main / (2 * nkv * layers * RECORD_BYTES / 128) == pytest.approx(capacity_ratio("bf16"))
+
+    tokens = 1000
+    pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(kvc, max_total_num_tokens=tokens)
+    pages = tokens // 128 + 1  # + SGLang's padding page 0
+    assert sorted(pool.k_records) == sorted(pool.v_records) == [0, 1, 2, 3]
+    assert sorted(pool.index_k_records) == [1, 2, 3]  # index-K on sparse layers only
+    for layer in range(4):
+        for records in (pool.k_records[layer], pool.v_records[layer]):
+            assert records.shape == (pages, nkv, RECORD_BYTES) and records.dtype == torch.uint8
+            assert not records.any()
+    assert all(r.shape == (pages, 1, RECORD_BYTES) for r in pool.index_k_records.values())
+    assert sum(pool.get_kv_size_bytes()) == cell * pages * 128
+
+    staged = fake_configurator(tiny_hf_config(), start=2, end=4)  # a pipeline stage holding layers 2 and 3
+    pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(staged, max_total_num_tokens=tokens)
+    assert sorted(pool.k_records) == sorted(pool.index_k_records) == [2, 3]
+
+
+def test_move_kv_cache_moves_every_byte_of_a_token():
+    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+    pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(fake_configurator(tiny_hf_config()),
+                                                             max_total_num_tokens=512)
+    gen = torch.Generator().manual_seed(0)
+    for records in pool.all_records():
+        records.copy_(torch.randint(0, 256, records.shape, generator=gen, dtype=torch.uint8))
+    before = [r.clone() for r in pool.all_records()]
+    src, tgt = torch.tensor([130, 5, 300]), torch.tensor([400, 131, 6])
+    pool.move_kv_cache(tgt, src)
+    for old, new in zip(before, pool.all_records()):
+        old_tok = torch.cat([old[:, :, : 128 * 64].view(-1, old.shape[1], 128, 64),
+                             old[:, :, 128 * 64:].view(-1, old.shape[1], 128, 4)], dim=-1)  # [pages, h, 128, 68]
+        new_tok = torch.cat([new[:, :, : 128 * 64].view(-1, new.shape[1], 128, 64),
+                             new[:, :, 128 * 64:].view(-1, new.shape[1], 128, 4)], dim=-1)
+        expected = old_tok.clone()
+        for s, t in zip(src.tolist(), tgt.tolist()):
+            expected[t // 128, :, t % 128] = old_tok[s // 128, :, s % 128]
+        assert torch.equal(new_tok, expected)
