@@ -169,9 +169,12 @@ def run_gsm8k(url: str, *, model: str | None = None, api: str = "completions", d
 
 def summarize(run: RunResult, baseline: RunResult | None = None) -> dict:
     """JSON-ready summary: per filter the score(s) with stderr, and with a baseline the paired comparison."""
-    out: dict = {"candidate": {"url": run.url, "model": run.model, "seconds": round(run.seconds, 2)}}
+    def meta(r: RunResult) -> dict:  # lm_eval_scores: lm-eval's own aggregate, a cross-check of `mean`
+        return {"url": r.url, "model": r.model, "seconds": round(r.seconds, 2), "lm_eval_scores": r.lm_eval_scores}
+
+    out: dict = {"candidate": meta(run)}
     if baseline is not None:
-        out["baseline"] = {"url": baseline.url, "model": baseline.model, "seconds": round(baseline.seconds, 2)}
+        out["baseline"] = meta(baseline)
     out["filters"] = {}
     for f in FILTERS:
         ids = sorted(run.outcomes[f])
@@ -228,8 +231,9 @@ def load_run(path: str | Path, side: str = "candidate") -> RunResult:
     for f in FILTERS:
         row = summary["filters"][f]
         outcomes[f] = dict(zip(row["doc_ids"], row[f"{side}_outcomes"]))
-    meta = summary[side]
-    return RunResult(url=meta["url"], model=meta["model"], outcomes=outcomes, seconds=meta.get("seconds", 0.0))
+    info = summary[side]
+    return RunResult(url=info["url"], model=info["model"], outcomes=outcomes, seconds=info.get("seconds", 0.0),
+                     lm_eval_scores=info.get("lm_eval_scores", {}))
 
 
 def compare_files(candidate: str | Path, baseline: str | Path) -> dict:

@@ -69,6 +69,7 @@ def test_gsm8k_ab_matches_rule(servers, tmp_path, capsys):
         assert row["baseline_outcomes"] == want_b[f]
         for side, want in (("candidate", want_c[f]), ("baseline", want_b[f])):
             assert row[side]["correct"] == sum(want)
+            assert summary[side]["lm_eval_scores"][f] == pytest.approx(sum(want) / limit)  # lm-eval's own score
             assert row[side]["mean"] == pytest.approx(sum(want) / limit)
             assert row[side]["stderr"] == pytest.approx(_sample_se(want))
         d = [x - y for x, y in zip(want_c[f], want_b[f])]
