@@ -119,12 +119,14 @@ def e8m0_value(scale_byte):
 
 
 @triton.jit
-def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr):
+def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.constexpr, DECODE: tl.constexpr):
     """Dequantize BLOCK_N tokens of one record.
 
     record_ptr: uint8 pointer to the record start (int64 offsets already applied); token [BLOCK_N] int32 offsets
     in the page (0..127); mask [BLOCK_N] (False -> the token's bytes are never read, its values are 0).
-    Returns values [BLOCK_N, 128] fp32 in element order.
+    Returns values [BLOCK_N, 128] in element order: fp32, or bf16 (exact) when OUT_BF16 (halves the bytes the
+    join / layout change moves). DECODE=False is a *timing ablation only* (wrong values): the bytes are widened to
+    bf16 with no e2m1/e8m0 arithmetic, to measure what the decode costs (evals/bench --sweep).
     """
     block = tl.arange(0, 4)
     byte = tl.arange(0, 16)
@@ -132,14 +134,22 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr):
     data = tl.load(data_ptr, mask=mask[:, None, None], other=0)  # [N, 4, 16] uint8
     scale_ptr = record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + block[None, :]
     scale = e8m0_value(tl.load(scale_ptr, mask=mask[:, None], other=0))  # [N, 4] fp32
-    low = e2m1_unscaled(data & 0xF) * scale[:, :, None]
-    high = e2m1_unscaled(data >> 4) * scale[:, :, None]
+    if DECODE:
+        low = e2m1_unscaled(data & 0xF) * scale[:, :, None]
+        high = e2m1_unscaled(data >> 4) * scale[:, :, None]
+    else:
+        low = data.to(tl.float32)
+        high = scale[:, :, None] + tl.zeros_like(low)
+    if OUT_BF16:
+        low = low.to(tl.bfloat16)
+        high = high.to(tl.bfloat16)
     values = tl.join(low, high)  # [N, 4, 16, 2]: element d = 32 * block + 2 * byte + nibble
     return tl.reshape(values, (BLOCK_N, HEAD_DIM))
 
 
 @triton.jit
-def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr):
+def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr,
+            DECODE: tl.constexpr):
     """q [BLOCK_H, D] (bf16 values) . K^T of BLOCK_N tokens of one record -> [BLOCK_H, N] fp32 (0 where invalid).
 
     DOT_SCALED: ``tl.dot_scaled`` takes the e2m1 bytes [64, N] (packed along D) and the e8m0 scales [N, 4] as they
@@ -153,7 +163,7 @@ def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.conste
                           other=0)  # [N, 4]
         return tl.dot_scaled(q, None, "bf16", k_codes, k_scale, "e2m1")
     else:
-        k = load_tokens(record, offset, valid, BLOCK_N)  # [N, D] fp32
+        k = load_tokens(record, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # [N, D]
         return tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
 
 

@@ -63,7 +63,7 @@ def _score_kernel(
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED)  # [BLOCK_H, N] fp32
+                    s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED, True)  # [BLOCK_H, N] fp32
                     s = tl.where(visible[None, :], s, float("-inf"))
                     score = tl.maximum(score, tl.max(s, axis=1))
             tl.store(out_ptr + blk, score, mask=head_ok)

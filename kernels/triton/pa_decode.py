@@ -33,7 +33,7 @@ def _pa_decode_kernel(
     part_out_ptr, part_lse_ptr,
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
-    DOT_SCALED: tl.constexpr,
+    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr,
 ):
     tl.static_assert(128 % BLOCK_N == 0)  # tiles never straddle a page (PAGE_SIZE = 128)
     row = tl.program_id(0).to(tl.int64)
@@ -63,13 +63,14 @@ def _pa_decode_kernel(
         page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
         offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
         valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
-        logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DOT_SCALED) * scale
+        logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)
+        logits = logits * scale
         logits = tl.where(valid[None, :], logits, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(logits, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(logits - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N)  # [N, D] fp32, 0 where invalid
+        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # [N, D], 0 if invalid
         acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
         m_i = m_new
 
@@ -113,11 +114,14 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
 # ---- tuning -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeConfig:
-    block_n: int = 64  # tokens per tile (divides 128)
+    # defaults = the best of the H200 sweep of 2026-12-02 (docs/bench/2026-12-02-h200.md): 128-token tiles, 4 warps,
+    # K decoded by hand (dot_scaled for Q.K^T measured 0.72 / 0.76 TB/s vs 0.70 / 0.89 at the two target shapes)
+    block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 2
-    dot_scaled: bool = True  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
+    dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
     # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
+    decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
 @functools.cache
@@ -210,7 +214,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         plan.part_out if split else out, plan.part_lse if split else out,
         width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
-        DOT_SCALED=cfg.dot_scaled and mma_bf16(),
+        DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=cfg.decode,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     if split:
