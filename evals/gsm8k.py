@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 import urllib.request
@@ -119,6 +120,9 @@ def run_gsm8k(url: str, *, model: str | None = None, api: str = "completions", d
         raise ValueError(f"api must be 'completions' or 'chat', got {api!r}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1 or None, got {limit}")
+    if data_dir:  # fully offline: no Hub look-ups by datasets / huggingface_hub (read when they are imported)
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from lm_eval import simple_evaluate  # heavy import: only when running
 
     logging.getLogger("lm_eval").setLevel(logging.WARNING)
