@@ -33,6 +33,7 @@ import torch
 from atom_mxfp4 import ops
 from atom_mxfp4.backends import resolve_backend
 from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.errors import expect
 from atom_mxfp4.demo import rel_l2, topk_agreement
 from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
@@ -236,10 +237,9 @@ def run_study(args: argparse.Namespace) -> dict:
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     families = [f for f in args.families.split(",") if f]
     unknown = sorted(set(families) - set(FAMILIES))
-    if unknown:
-        raise ValueError(f"--families must be a subset of {list(FAMILIES)}, got unknown {unknown}")
-    if args.queries < 1 or args.queries >= args.tokens:
-        raise ValueError(f"--queries must be in [1, --tokens), got {args.queries} with --tokens {args.tokens}")
+    expect(not unknown, "--families", f"a subset of {list(FAMILIES)}", f"unknown {unknown}")
+    shortest = min([args.tokens] + _int_list(args.long_tokens) if "long" in families else [args.tokens])
+    expect(1 <= args.queries < shortest, "--queries", f"in [1, {shortest}) (the shortest context)", args.queries)
     cases = [(f, n, s) for f in families for n in (_int_list(args.long_tokens) if f == "long" else [args.tokens])
              for s in _int_list(args.seeds)]
     started = time.time()

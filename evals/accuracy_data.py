@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from atom_mxfp4.cache import HEAD_DIM
+from atom_mxfp4.errors import fail
 from atom_mxfp4.synthetic import SyntheticRequest, make_request
 
 FAMILIES = ("gaussian", "heavy_tail", "sink", "needles", "long")
@@ -62,4 +63,4 @@ def make_family(name: str, config, num_tokens: int, num_queries: int, depths: li
     if name in ("needles", "long"):
         return make_request(config, num_tokens, needle_positions(num_tokens, num_queries, depths), seek_from,
                             seed=seed, needle_strength=needle_strength)
-    raise ValueError(f"family must be one of {list(FAMILIES)}, got {name!r}")
+    fail("family", f"one of {list(FAMILIES)}", repr(name))
