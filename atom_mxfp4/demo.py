@@ -159,7 +159,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decode-steps", type=int, default=8, help="decode steps after prefill (default: 8)")
     parser.add_argument("--chunk", type=int, default=1024, help="prefill chunk per request and step (default: 1024)")
     parser.add_argument("--topk", type=int, default=16, help="top-k blocks of 128 tokens (default: 16)")
-    parser.add_argument("--scale-modes", default="ceil,floor,mse", help="ScaleModes to compare (default: all)")
+    parser.add_argument("--scale-modes", default="mse,ceil,floor",
+                        help="ScaleModes to compare; the first also runs the dense layer (default: %(default)s)")
     parser.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
     parser.add_argument("--backend", default=None, choices=["torch", "triton", "flydsl"],
                         help="force a backend (default: best available)")

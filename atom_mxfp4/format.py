@@ -50,6 +50,11 @@ class ScaleMode(str, enum.Enum):
         return cls(value.lower())
 
 
+DEFAULT_CACHE_SCALE_MODE = "mse"
+"""The ScaleMode the cache writers (``fused_qknorm_rope_write``, the layer, the SGLang plugin) use by default:
+chosen by the accuracy study in docs/accuracy.md (lower output error than CEIL in most cases, same decode cost).
+``quantize_mxfp4`` keeps CEIL, the aiter / SGLang rule, as its default."""
+
 # code thresholds on v = |x| / scale: code = sum of these comparisons (ties go to the even code)
 _STRICT = (0.25, 1.25, 2.5, 5.0)  # v > t   (the tie stays on the lower, even code)
 _INCLUSIVE = (0.75, 1.75, 3.5)  # v >= t  (the tie moves up to the even code)

@@ -16,7 +16,7 @@ import torch
 from . import ops
 from .cache import HEAD_DIM, PAGE_SIZE, MXFP4PageCache
 from .errors import expect
-from .format import ScaleMode
+from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .reference import rope_cos_sin
 
 MAX_GROUP = ops.MAX_GROUP
@@ -39,7 +39,7 @@ class LayerConfig:
     init_blocks: int = 0
     local_blocks: int = 1
     max_position: int = 1 << 17
-    scale_mode: ScaleMode = ScaleMode.CEIL
+    scale_mode: ScaleMode = ScaleMode(DEFAULT_CACHE_SCALE_MODE)  # chosen by docs/accuracy.md
     q_dtype: torch.dtype = torch.bfloat16
     softmax_scale: float = field(default=1.0 / math.sqrt(HEAD_DIM))
 

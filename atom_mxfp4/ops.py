@@ -15,7 +15,7 @@ import torch
 from .backends import resolve_backend
 from .cache import HEAD_DIM, PAGE_SIZE, as_records
 from .errors import expect, expect_contiguous, expect_device, expect_dtype, expect_shape
-from .format import ScaleMode
+from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 
 MAX_GROUP = 16
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -54,7 +54,8 @@ def _head_dim(tensor, name: str) -> None:
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
                             cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache=None, *, num_q_heads,
                             num_kv_heads, num_index_heads=0, rotary_dim=64, eps=1e-6,
-                            scale_mode=ScaleMode.CEIL, q_dtype=torch.bfloat16, backend=None, check=True):
+                            scale_mode=DEFAULT_CACHE_SCALE_MODE, q_dtype=torch.bfloat16, backend=None,
+                            check=True):
     """Gemma QK-norm + partial NeoX RoPE of q/k/idx_q/idx_k, MXFP4 write of K, V, index-K at ``slot_mapping``.
 
     qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16; positions [T] i64; *_norm_weight [128];

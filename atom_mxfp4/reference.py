@@ -73,7 +73,8 @@ def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: 
         return _rope(_norm(heads, w[weight], config.eps), positions, config.rotary_dim, config.rope_theta)
 
     keep = kv_round or (lambda t: t)
-    q = prep(x[:, :nq], "q_norm")[query_positions]  # [Tq, nq, D]
+    q = _rope(_norm(x[query_positions, :nq], w["q_norm"], config.eps), query_positions, config.rotary_dim,
+              config.rope_theta)  # [Tq, nq, D]: only the queried rows
     k = keep(prep(x[:, nq : nq + nkv], "k_norm"))  # [N, nkv, D]
     v = keep(x[:, nq + nkv : nq + 2 * nkv])
     scale = config.softmax_scale
@@ -83,7 +84,8 @@ def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: 
     selected = None
     if config.sparse:
         base = nq + 2 * nkv
-        idx_q = prep(x[:, base : base + niq], "idx_q_norm")[query_positions]  # [Tq, niq, D]
+        idx_q = _rope(_norm(x[query_positions, base : base + niq], w["idx_q_norm"], config.eps), query_positions,
+                      config.rotary_dim, config.rope_theta)  # [Tq, niq, D]
         idx_k = keep(prep(x[:, base + niq : base + niq + 1], "idx_k_norm"))[:, 0]  # [N, D]
         block_scores = torch.einsum("rhd,td->hrt", idx_q, idx_k).masked_fill(~allowed[None], float("-inf"))
         nblocks = -(-n // PAGE_SIZE)
