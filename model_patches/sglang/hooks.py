@@ -79,8 +79,10 @@ def build_minimax_pool(original, self, *, max_total_num_tokens):
 
 def attention_forward(original, self, positions, hidden_states, forward_batch):
     """AROUND ``MiniMaxM3Attention.forward``: with our backend, the layer gets the raw fused projection."""
+    from sglang.srt.model_executor.forward_context import get_attn_backend, has_forward_context
+
     from .backend import AtomMXFP4AttnBackend
-    backend = getattr(forward_batch, "attn_backend", None)
+    backend = get_attn_backend() if has_forward_context() else None  # the backend of this forward call
     if isinstance(backend, AtomMXFP4AttnBackend):
         return backend.forward_layer(self, positions, hidden_states, forward_batch)
     return original(self, positions, hidden_states, forward_batch)

@@ -1,0 +1,179 @@
+"""The atom_mxfp4 SGLang attention backend on hand-built ForwardBatches (CPU, torch kernels) against the oracle.
+
+A batch of two requests goes prefill -> chunked prefill over a cached prefix (mixed with a one-token extend) ->
+two decode steps, through the installed ``MiniMaxM3Attention.forward`` hook, for a dense and a sparse layer. The
+module is a stand-in with identity projections (so the layer input is the fused row the oracle takes) and an
+identity o_proj (so the output is the attention output the oracle returns).
+
+Tolerance ``ROUNDED_TOL`` (as tests/test_layer.py derives it): against the oracle whose K, V and index-K are
+rounded through the same MXFP4 codec, what is left is the bf16 rounding of q (2**-9 relative) and of the
+output (2**-9), with a 2x band -> rel-L2 <= 2**-7.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("sglang", reason="SGLang is installed by scripts/install.d/30-sglang.sh")
+from atom_mxfp4.model_patches.sglang import cpu_shim  # noqa: E402
+
+cpu_shim.install()
+
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode  # noqa: E402
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
+from sglang.srt.plugins import load_plugins  # noqa: E402
+
+from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4  # noqa: E402
+from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend  # noqa: E402
+from atom_mxfp4.model_patches.sglang.pool import MXFP4MiniMaxKVPool  # noqa: E402
+from atom_mxfp4.reference import attention_oracle  # noqa: E402
+
+ROUNDED_TOL = 2.0 ** -7
+SPARSE = {"sparse_attention_freq": [0, 1], "sparse_disable_index_value": [0, 1], "sparse_num_index_heads": 2,
+          "sparse_index_dim": 128, "sparse_block_size": 128, "sparse_topk_blocks": 2, "sparse_init_block": 0,
+          "sparse_local_block": 1, "sparse_score_type": "max"}
+PAGES = {0: [3, 1, 4, 2], 1: [6, 5]}  # request -> its page ids, out of order on purpose (page 0: SGLang padding)
+REQ_POOL_INDEX = {0: 2, 1: 0}  # request -> its row in req_to_token
+
+
+def hf_config():
+    from transformers import PretrainedConfig
+    return PretrainedConfig(architectures=["MiniMaxM3SparseForCausalLM"], hidden_size=256, num_attention_heads=8,
+                            num_key_value_heads=2, head_dim=128, rotary_dim=64, rope_theta=5e6, rms_norm_eps=1e-6,
+                            max_position_embeddings=1024, qk_norm_type="per_head", use_gemma_norm=True,
+                            sparse_attention_config=SPARSE)
+
+
+class StandInAttention:
+    """The attributes of SGLang's MiniMaxM3Attention that the backend reads; projections are column slices."""
+
+    def __init__(self, layer_id, sparse, width_main, gen):
+        self.attn = SimpleNamespace(layer_id=layer_id)
+        self.is_sparse_attention_layer = sparse
+        names = ["q_norm", "k_norm"] + (["index_q_norm", "index_k_norm"] if sparse else [])
+        for name in names:
+            setattr(self, name, SimpleNamespace(weight=(torch.randn(128, generator=gen) * 0.2).bfloat16()))
+        self.qkv_proj = lambda h: (h[:, :width_main], None)
+        self.index_qkv_proj = lambda h: (h[:, width_main:], None)
+        self.o_proj = lambda x: (x, None)
+
+    def weights(self):
+        w = {"q_norm": self.q_norm.weight, "k_norm": self.k_norm.weight}
+        if self.is_sparse_attention_layer:
+            w.update(idx_q_norm=self.index_q_norm.weight, idx_k_norm=self.index_k_norm.weight)
+        return w
+
+
+def mxfp4_round(mode: ScaleMode):
+    """The oracle's K / V / index-K rounded through the codec with the layer's scale mode (bit-exact to the cache)."""
+    def round_trip(t):
+        return dequantize_mxfp4(*quantize_mxfp4(t.float(), mode), dtype=torch.float64).to(t.dtype)
+    return round_trip
+
+
+def rel_l2(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm())
+
+
+@pytest.fixture(scope="module")
+def setup():
+    load_plugins()
+    req_to_token = torch.zeros(4, 1024, dtype=torch.int32)  # [max_reqs, max_context] slot ids
+    for r, pages in PAGES.items():
+        positions = torch.arange(len(pages) * 128)
+        req_to_token[REQ_POOL_INDEX[r], : positions.numel()] = (
+            torch.tensor(pages)[positions // 128] * 128 + positions % 128).int()
+    pool = MXFP4MiniMaxKVPool(size=6 * 128, page_size=128, head_num=2, dense_layer_ids=[0], sparse_layer_ids=[1],
+                              device="cpu", start_layer=0, end_layer=2)
+    runner = SimpleNamespace(token_to_kv_pool=pool, req_to_token_pool=SimpleNamespace(req_to_token=req_to_token),
+                             model_config=SimpleNamespace(hf_config=hf_config()))
+    backend = AtomMXFP4AttnBackend(runner, kernel_backend="torch", attn_tp_size=1)
+    return backend, req_to_token
+
+
+def forward_batch(backend, req_to_token, done, new):
+    """Requests with ``done[r]`` cached tokens get ``new[r]`` tokens each (decode when all are 1)."""
+    decode = all(n == 1 for n in new.values()) and any(d > 0 for d in done.values())
+    rows = sorted(REQ_POOL_INDEX)
+    pool_idx = torch.tensor([REQ_POOL_INDEX[r] for r in rows])
+    positions = torch.cat([torch.arange(done[r], done[r] + new[r]) for r in rows])
+    owner = torch.cat([torch.full((new[r],), REQ_POOL_INDEX[r]) for r in rows])
+    seq_lens = torch.tensor([done[r] + new[r] for r in rows])
+    kwargs = dict(forward_mode=ForwardMode.DECODE if decode else ForwardMode.EXTEND, batch_size=len(rows),
+                  input_ids=torch.zeros(positions.numel(), dtype=torch.int64), req_pool_indices=pool_idx,
+                  seq_lens=seq_lens, out_cache_loc=req_to_token[owner, positions].long(),
+                  seq_lens_sum=int(seq_lens.sum()), positions=positions, seq_lens_cpu=seq_lens.clone())
+    if not decode:
+        kwargs.update(extend_seq_lens=torch.tensor([new[r] for r in rows], dtype=torch.int32),
+                      extend_prefix_lens=torch.tensor([done[r] for r in rows], dtype=torch.int32),
+                      extend_seq_lens_cpu=[new[r] for r in rows], extend_num_tokens=int(positions.numel()))
+    return ForwardBatch(**kwargs)
+
+
+def test_prefill_chunked_prefix_then_decode_match_the_oracle(setup):
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention  # the hooked class: forward is our AROUND hook
+    backend, req_to_token = setup
+    gen = torch.Generator().manual_seed(7)
+    lens = {0: 430, 1: 133}  # 4 blocks with a partial last page; 2 blocks
+    modules, requests = {}, {}
+    for layer_id, sparse in ((0, False), (1, True)):
+        config = backend.configs[sparse]
+        width_main = (config.num_q_heads + 2 * config.num_kv_heads) * 128
+        modules[layer_id] = StandInAttention(layer_id, sparse, width_main, gen)
+        spread = torch.exp(torch.randn(config.qkv_width, generator=gen) * 0.7)
+        requests[layer_id] = {r: (torch.randn(n, config.qkv_width, generator=gen) * spread).bfloat16()
+                              for r, n in lens.items()}
+    steps = [{0: 300, 1: 130}, {0: 128, 1: 1}, {0: 1, 1: 1}, {0: 1, 1: 1}]  # prefill, chunk + extend-1, 2 decodes
+    done = {0: 0, 1: 0}
+    for step, new in enumerate(steps):
+        fb = forward_batch(backend, req_to_token, done, new)
+        backend.init_forward_metadata(fb)
+        for layer_id, module in modules.items():
+            config = backend.configs[module.is_sparse_attention_layer]
+            hidden = torch.cat([requests[layer_id][r][done[r]: done[r] + new[r]] for r in sorted(new)])
+            with forward_context(ForwardContext(attn_backend=backend)):  # what ModelRunner publishes per forward
+                out = MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+            assert out.shape == (hidden.shape[0], config.num_q_heads * 128) and torch.isfinite(out.float()).all()
+            refs = [attention_oracle(requests[layer_id][r][: done[r] + new[r]], module.weights(), config,
+                                     query_positions=torch.arange(done[r], done[r] + new[r]),
+                                     kv_round=mxfp4_round(config.scale_mode)).out for r in sorted(new)]
+            err = rel_l2(out, torch.cat(refs))
+            assert err <= ROUNDED_TOL, f"step {step} layer {layer_id}: rel-L2 {err:.3e} > {ROUNDED_TOL:.3e}"
+        done = {r: done[r] + new[r] for r in done}
+
+
+def test_decode_metadata_is_graph_stable(setup):
+    """CUDA-graph contract: decode metadata lives in per-batch-size buffers allocated before capture and is
+    refreshed in place by the static-shape ops of ``init_forward_metadata_in_graph``."""
+    backend, req_to_token = setup
+    backend.init_cuda_graph_state(max_bs=4, max_num_tokens=4)
+    fb = forward_batch(backend, req_to_token, {0: 200, 1: 150}, {0: 1, 1: 1})
+    backend.init_forward_metadata_out_graph(fb, in_capture=True)
+    captured = backend.forward_metadata
+    pointers = [t.data_ptr() for t in (captured.positions, captured.slot_mapping, captured.block_table)]
+    backend.init_forward_metadata_in_graph(fb)
+    fb2 = forward_batch(backend, req_to_token, {0: 401, 1: 200}, {0: 1, 1: 1})  # "replay" with longer requests
+    backend.init_forward_metadata_out_graph(fb2)
+    backend.init_forward_metadata_in_graph(fb2)
+    meta = backend.forward_metadata
+    assert meta is captured
+    assert pointers == [t.data_ptr() for t in (meta.positions, meta.slot_mapping, meta.block_table)]
+    assert meta.positions.tolist() == [401, 200]
+    assert meta.slot_mapping.tolist() == fb2.out_cache_loc.tolist()
+    assert meta.block_table[0, :4].tolist() == PAGES[0] and meta.block_table[1, :2].tolist() == PAGES[1]
+
+
+def test_radixattention_path_is_refused(setup):
+    backend, _ = setup
+    with pytest.raises(RuntimeError, match="runs whole MiniMaxM3Attention layers"):
+        backend.forward(None, None, None, SimpleNamespace(layer_id=3), None)
+
+
+def test_backend_needs_the_mxfp4_pool():
+    runner = SimpleNamespace(token_to_kv_pool=object(), req_to_token_pool=None, model_config=None)
+    with pytest.raises(TypeError, match="token_to_kv_pool must be an MXFP4MiniMaxKVPool"):
+        AtomMXFP4AttnBackend(runner)
