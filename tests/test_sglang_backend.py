@@ -167,6 +167,14 @@ def test_decode_metadata_is_graph_stable(setup):
     assert meta.block_table[0, :4].tolist() == PAGES[0] and meta.block_table[1, :2].tolist() == PAGES[1]
 
 
+def test_sglang_does_not_wrap_our_backend_in_its_minimax_hybrid(setup):
+    from sglang.srt.layers.attention import attention_registry
+    backend, _ = setup
+    runner = SimpleNamespace(model_config=SimpleNamespace(hf_config=hf_config(), hf_text_config=hf_config()),
+                             use_mla_backend=False)
+    assert attention_registry.attn_backend_wrapper(runner, backend) is backend
+
+
 def test_radixattention_path_is_refused(setup):
     backend, _ = setup
     with pytest.raises(RuntimeError, match="runs whole MiniMaxM3Attention layers"):

@@ -29,4 +29,5 @@ def register() -> None:
     HookRegistry.register(hooks.T_CELL_SIZE, hooks.compute_cell_size, HookType.AROUND)
     HookRegistry.register(hooks.T_BUILD_POOL, hooks.build_minimax_pool, HookType.AROUND)
     HookRegistry.register(hooks.T_ATTENTION_FORWARD, hooks.attention_forward, HookType.AROUND)
+    HookRegistry.register(hooks.T_BACKEND_WRAPPER, hooks.backend_wrapper, HookType.AROUND)
     _registered = True

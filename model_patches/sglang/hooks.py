@@ -21,6 +21,7 @@ T_CONFIGURE_DTYPE = "sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtyp
 T_CELL_SIZE = "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size"
 T_BUILD_POOL = "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_minimax_sparse_kv_pool"
 T_ATTENTION_FORWARD = "sglang.srt.models.minimax_m3.MiniMaxM3Attention.forward"
+T_BACKEND_WRAPPER = "sglang.srt.layers.attention.attention_registry.attn_backend_wrapper"
 
 
 def add_cli_choice(result, parser):
@@ -86,6 +87,15 @@ def attention_forward(original, self, positions, hidden_states, forward_batch):
     if isinstance(backend, AtomMXFP4AttnBackend):
         return backend.forward_layer(self, positions, hidden_states, forward_batch)
     return original(self, positions, hidden_states, forward_batch)
+
+
+def backend_wrapper(original, runner, full_attn_backend, *args, **kwargs):
+    """AROUND ``attn_backend_wrapper``: for MiniMax-M3 SGLang wraps the chosen backend in its MiniMax hybrid
+    (which builds its own sparse backend over its own pool); ours serves dense and sparse layers itself."""
+    from .backend import AtomMXFP4AttnBackend
+    if isinstance(full_attn_backend, AtomMXFP4AttnBackend):
+        return full_attn_backend
+    return original(runner, full_attn_backend, *args, **kwargs)
 
 
 def model_override(server_args, hf_config) -> dict:
