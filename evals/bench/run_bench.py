@@ -272,10 +272,12 @@ def sweep(log):
     the best config that compiles becomes the default for the benchmarks that follow (and is reported)."""
     pd = sys.modules["atom_mxfp4.kernels.triton.pa_decode"]
     res, best, best_score = [], None, -1.0
-    grid = [(ds, bn, w, True) for ds in (True, False) for bn in (64, 128) for w in (4, 8)]
-    grid += [(False, 128, 4, False), (False, 64, 4, False)]  # ablation: no MXFP4 arithmetic (timing only)
-    for dot_scaled, block_n, warps, decode in grid:
-        cfg = DecodeConfig(block_n=block_n, num_warps=warps, num_stages=2, dot_scaled=dot_scaled, decode=decode)
+    grid = [(ds, bn, w, True, False) for ds in (True, False) for bn in (64, 128) for w in (4, 8)]
+    grid += [(False, bn, w, True, True) for bn in (64, 128) for w in (4, 8)]  # prefetch of the next tile's bytes
+    grid += [(False, 128, 4, False, False)]  # ablation: no MXFP4 arithmetic (timing only)
+    for dot_scaled, block_n, warps, decode, prefetch in grid:
+        cfg = DecodeConfig(block_n=block_n, num_warps=warps, num_stages=2, dot_scaled=dot_scaled, decode=decode,
+                           prefetch=prefetch)
         try:
             if decode and not agrees_with_default(cfg):
                 log(f"sweep {cfg}: output differs from the default config: not eligible")
@@ -286,8 +288,9 @@ def sweep(log):
             log(f"sweep {cfg}: {type(error).__name__}: {str(error)[:200]}")
             continue
         for x in r:
-            x.update(block_n=block_n, warps=warps, dot_scaled=dot_scaled, decode=decode)
-            log(f"sweep dense {'' if decode else 'ABLATION no-decode '}ds={dot_scaled} bn={block_n} w={warps} rows={x['rows']} ctx={x['context']}: "
+            x.update(block_n=block_n, warps=warps, dot_scaled=dot_scaled, decode=decode, prefetch=prefetch)
+            tag = "" if decode else "ABLATION no-decode "
+            log(f"sweep dense {tag}ds={dot_scaled} pf={prefetch} bn={block_n} w={warps} rows={x['rows']} ctx={x['context']}: "
                 f"{x['TBs']:.3f} TB/s")
         res += r
         score = sum(x["TBs"] for x in r)

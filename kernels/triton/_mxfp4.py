@@ -148,6 +148,30 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.con
 
 
 @triton.jit
+def load_token_bytes(record_ptr, token, mask):
+    """The raw bytes of tokens of one record: (codes [N, 4, 16] uint8, scales [N, 4] uint8); 0 where ~mask."""
+    block = tl.arange(0, 4)
+    byte = tl.arange(0, 16)
+    data = tl.load(record_ptr + token[:, None, None] * DATA_BYTES + block[None, :, None] * 16 + byte[None, None, :],
+                   mask=mask[:, None, None], other=0)
+    scale = tl.load(record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + block[None, :], mask=mask[:, None],
+                    other=0)
+    return data, scale
+
+
+@triton.jit
+def decode_token_bytes(data, scale_byte, BLOCK_N: tl.constexpr, OUT_BF16: tl.constexpr):
+    """(codes [N, 4, 16] uint8, scales [N, 4] uint8) -> values [N, 128] (fp32, or bf16 when OUT_BF16; exact)."""
+    scale = e8m0_value(scale_byte)
+    low = e2m1_unscaled(data & 0xF) * scale[:, :, None]
+    high = e2m1_unscaled(data >> 4) * scale[:, :, None]
+    if OUT_BF16:
+        low = low.to(tl.bfloat16)
+        high = high.to(tl.bfloat16)
+    return tl.reshape(tl.join(low, high), (BLOCK_N, HEAD_DIM))
+
+
+@triton.jit
 def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr,
             DECODE: tl.constexpr):
     """q [BLOCK_H, D] (bf16 values) . K^T of BLOCK_N tokens of one record -> [BLOCK_H, N] fp32 (0 where invalid).

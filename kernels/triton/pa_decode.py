@@ -21,7 +21,8 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile, to_bf16_rne
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
+    mma_operand, qk_tile, to_bf16_rne
 
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
 LOG2E = 1.4426950408889634
@@ -33,7 +34,7 @@ def _pa_decode_kernel(
     part_out_ptr, part_lse_ptr,
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
-    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr,
+    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     tl.static_assert(128 % BLOCK_N == 0)  # tiles never straddle a page (PAGE_SIZE = 128)
     row = tl.program_id(0).to(tl.int64)
@@ -58,21 +59,53 @@ def _pa_decode_kernel(
     acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
     token_in_tile = tl.arange(0, BLOCK_N)
     TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N
-    for tile in range(page_begin * TILES_PER_PAGE, page_end * TILES_PER_PAGE):
-        page_index = tile // TILES_PER_PAGE
-        page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
-        offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
-        valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
-        logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)
-        logits = logits * scale
-        logits = tl.where(valid[None, :], logits, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(logits - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # [N, D], 0 if invalid
-        acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
-        m_i = m_new
+    tile_begin = page_begin * TILES_PER_PAGE
+    tile_end = page_end * TILES_PER_PAGE
+    if PREFETCH:
+        # the raw bytes of tile t + 1 are loaded before tile t is decoded, so one tile of loads is always in flight
+        # while the ALUs decode (Triton's pipeliner does not do this for loads that feed elementwise code)
+        page = tl.load(tables_ptr + row * table_stride + page_begin, mask=tile_begin < tile_end, other=0).to(tl.int64)
+        offset = token_in_tile
+        valid = (tile_begin < tile_end) & (page_begin * PAGE_SIZE + offset < context)
+        k_data, k_scale = load_token_bytes(k_ptr + page * RECORD_BYTES, offset, valid)
+        v_data, v_scale = load_token_bytes(v_ptr + page * RECORD_BYTES, offset, valid)
+        for tile in range(tile_begin, tile_end):
+            nxt = tile + 1
+            has_next = nxt < tile_end
+            next_page_index = nxt // TILES_PER_PAGE
+            next_page = tl.load(tables_ptr + row * table_stride + next_page_index, mask=has_next, other=0).to(tl.int64)
+            next_offset = (nxt % TILES_PER_PAGE) * BLOCK_N + token_in_tile
+            next_valid = has_next & (next_page_index * PAGE_SIZE + next_offset < context)
+            nk_data, nk_scale = load_token_bytes(k_ptr + next_page * RECORD_BYTES, next_offset, next_valid)
+            nv_data, nv_scale = load_token_bytes(v_ptr + next_page * RECORD_BYTES, next_offset, next_valid)
+
+            k = decode_token_bytes(k_data, k_scale, BLOCK_N, MMA_BF16)
+            logits = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16))) * scale
+            logits = tl.where(valid[None, :], logits, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(logits - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = decode_token_bytes(v_data, v_scale, BLOCK_N, MMA_BF16)
+            acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
+            m_i = m_new
+            k_data, k_scale, v_data, v_scale, valid = nk_data, nk_scale, nv_data, nv_scale, next_valid
+    else:
+        for tile in range(tile_begin, tile_end):
+            page_index = tile // TILES_PER_PAGE
+            page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
+            offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
+            valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
+            logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)
+            logits = logits * scale
+            logits = tl.where(valid[None, :], logits, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(logits - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # 0 if invalid
+            acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
+            m_i = m_new
 
     has_tokens = l_i > 0.0
     out = acc / tl.where(has_tokens, l_i, 1.0)[:, None]  # rows / splits with no token: 0
@@ -121,6 +154,7 @@ class DecodeConfig:
     num_stages: int = 2
     dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
     # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
+    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (hand decode; dot_scaled ignored)
     decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
@@ -215,6 +249,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
         DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=cfg.decode,
+        PREFETCH=cfg.prefetch,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     if split:

@@ -47,9 +47,10 @@ def _decode_case(gen, rows, group, width, lens):
     return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
 
 
-@pytest.mark.parametrize("dot_scaled", [True, False], ids=["dot_scaled", "decode_by_hand"])
+@pytest.mark.parametrize("dot_scaled,prefetch", [(True, False), (False, False), (False, True)],
+                         ids=["dot_scaled", "decode_by_hand", "prefetch"])
 @pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, None), (5, 7, 65, 9)])
-def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled):
+def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled, prefetch):
     triton_backend, _ = _backends()
     from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig
     gen = torch.Generator().manual_seed(rows + width)
@@ -59,7 +60,7 @@ def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled):
     scale = 128 ** -0.5
     ref = attention_rows(q.double().numpy(), k, v, tables, context_lens, scale)
     plan = triton_backend.make_plan(rows, width, group, DEV, num_splits=splits,
-                                    config=DecodeConfig(dot_scaled=dot_scaled))
+                                    config=DecodeConfig(dot_scaled=dot_scaled, prefetch=prefetch))
     out = torch.full((rows, group, 128), float("nan"), dtype=torch.bfloat16, device=DEV)
     triton_backend.pa_decode(out, q.to(DEV), k.to(DEV), v.to(DEV), tables.to(DEV), context_lens.to(DEV),
                              softmax_scale=scale, query_scale=None, plan=plan)
