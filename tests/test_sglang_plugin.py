@@ -173,3 +173,16 @@ def test_move_kv_cache_moves_every_byte_of_a_token():
         for s, t in zip(src.tolist(), tgt.tolist()):
             expected[t // 128, :, t % 128] = old_tok[s // 128, :, s % 128]
         assert torch.equal(new_tok, expected)
+
+
+def test_serve_wrapper_adds_mxfp4_and_passes_the_rest(capsys):
+    import shlex
+
+    from atom_mxfp4.cli import main
+    assert main(["serve", "--dry-run", "--", "--model-path", "m", "--tp", "4"]) == 0
+    argv = shlex.split(capsys.readouterr().out)
+    assert argv[-7:] == ["serve", "--model-path", "m", "--tp", "4", "--kv-cache-dtype", "mxfp4"]
+    assert main(["serve", "--dry-run", "m", "--kv-cache-dtype=mxfp4"]) == 0
+    assert shlex.split(capsys.readouterr().out)[-3:] == ["serve", "m", "--kv-cache-dtype=mxfp4"]
+    with pytest.raises(SystemExit, match="--kv-cache-dtype must be mxfp4 \\(or left out\\), got bf16"):
+        main(["serve", "--dry-run", "--", "--kv-cache-dtype", "bf16"])
