@@ -15,6 +15,7 @@ does QK-norm, RoPE and the MXFP4 write itself.
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import torch
@@ -54,6 +55,8 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None
         self._decode_buffers: dict[int, AttentionMetadata] = {}
+        # CUDA-graph capture needs the layer's ops without their host-syncing value checks (ops' check=False)
+        self._layer_takes_check = "check" in inspect.signature(SparseMXFP4Attention.forward).parameters
 
     # ---- metadata ----
     def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
@@ -140,7 +143,13 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                None if meta is None else meta.num_tokens)
         layer = self.layer_for(module)
         k, v, index_k = self.pool.layer_caches(module.attn.layer_id)
-        out = layer(self.fused_projection(module, hidden_states), meta, LayerCaches(k, v, index_k))
+        capturing = hidden_states.is_cuda and torch.cuda.is_current_stream_capturing()
+        kwargs = {"check": not capturing} if self._layer_takes_check else {}
+        if capturing and not self._layer_takes_check:
+            raise RuntimeError("CUDA-graph capture of the atom_mxfp4 backend needs SparseMXFP4Attention.forward("
+                               "..., check=False) (ops' value checks sync with the host); run with "
+                               "--disable-cuda-graph until atom_mxfp4.layer offers it")
+        out = layer(self.fused_projection(module, hidden_states), meta, LayerCaches(k, v, index_k), **kwargs)
         output, _ = module.o_proj(out.to(hidden_states.dtype))
         return output
 
