@@ -35,7 +35,6 @@ def add_cli_choice(result, parser):
 def configure_kv_cache_dtype(original, *args, **kwargs):
     """AROUND: ``mxfp4`` -> (``"mxfp4"``, ``torch.uint8``): the pools hold uint8 records, not a torch float dtype."""
     if kwargs.get("server_args_kv_cache_dtype") == KV_CACHE_DTYPE:
-        check_server_settings(page_size=128, speculative_algorithm=None, attention_backends=())
         if kwargs.get("is_draft_worker"):
             raise ValueError("--kv-cache-dtype mxfp4: a speculative draft worker must be unset, got a draft worker")
         return KV_CACHE_DTYPE, torch.uint8
