@@ -147,14 +147,17 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
 # ---- tuning -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeConfig:
-    # defaults = the best of the H200 sweep of 2026-12-02 (docs/bench/2026-12-02-h200.md): 128-token tiles, 4 warps,
-    # K decoded by hand (dot_scaled for Q.K^T measured 0.72 / 0.76 TB/s vs 0.70 / 0.89 at the two target shapes)
+    # defaults = the config the H200 sweep of 2026-12-02 picked for the published numbers
+    # (docs/bench/2026-12-02-h200/bench.md): 128-token tiles, 4 warps, tl.dot_scaled for Q.K^T. Hand-decoded K
+    # measured within the run-to-run spread of it (0.69-0.70 / 0.88-0.89 TB/s vs 0.72-0.74 / 0.76-0.89 TB/s at
+    # 512 x 8192 / 4096 x 2048 in two runs); 8 warps and 64-token tiles were slower.
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 2
-    dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
+    dot_scaled: bool = True  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
     # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
-    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (hand decode; dot_scaled ignored)
+    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (hand decode; dot_scaled ignored);
+    # passes the CPU interpreter tests, NOT yet compiled or timed on the H200 (no device time was left)
     decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
