@@ -217,3 +217,44 @@ def test_plan_shapes_and_mismatch_error():
                                  torch.zeros(2, 10, dtype=torch.int32, device=DEVICE),
                                  torch.zeros(2, dtype=torch.int32, device=DEVICE), softmax_scale=1.0,
                                  query_scale=None, plan=plan)
+
+
+# ---- the layer end to end ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+def test_layer_decode_step_triton_equals_torch(sparse):
+    """A 4-block prefix written by the torch backend, then one decode step of 3 requests with each backend from the
+    same caches: identical cache bytes and top-k, outputs within the attention tolerance of each other."""
+    import copy
+
+    from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+    gen = _gen(17 + sparse)
+    config = LayerConfig(num_q_heads=16, num_kv_heads=1, num_index_heads=1, sparse=sparse, topk=3, init_blocks=1,
+                         local_blocks=1)
+    lens = [450, 129, 5]
+    pages = 3 * 4 + 2  # every request may own 4 pages
+    block_table = torch.randperm(pages, generator=gen)[:3 * 4].view(3, 4).int().contiguous()
+    weights = {k: (torch.randn(128, generator=gen) * 0.2).bfloat16()
+               for k in ("q_norm", "k_norm", "idx_q_norm", "idx_k_norm")}
+    caches = LayerCaches.allocate(config, pages, "cpu")
+    prefix = torch.randn(sum(lens), config.qkv_width, generator=gen).bfloat16()
+    SparseMXFP4Attention(config, weights, backend="torch")(
+        prefix, AttentionMetadata.for_requests(block_table, [0, 0, 0], lens), caches)
+    step = torch.randn(3, config.qkv_width, generator=gen).bfloat16()
+    results = {}
+    for backend in ("torch", "triton"):
+        c = copy.deepcopy(caches)
+        layer = SparseMXFP4Attention(config, weights, backend=backend)
+        device = torch.device("cpu") if backend == "torch" else DEVICE
+        moved = LayerCaches(*(None if x is None else type(x)(records=x.records.to(device))
+                              for x in (c.k, c.v, c.index_k)))
+        meta = AttentionMetadata.for_requests(block_table.to(device), lens, [1, 1, 1])
+        out, topk = layer(step.to(device), meta, moved, return_topk=True)
+        results[backend] = (out.float().cpu(), None if topk is None else topk.cpu(),
+                            [None if x is None else x.records.cpu() for x in (moved.k, moved.v, moved.index_k)])
+    (out_t, topk_t, caches_t), (out_r, topk_r, caches_r) = results["triton"], results["torch"]
+    for a, b in zip(caches_t, caches_r):
+        assert (a is None and b is None) or torch.equal(a, b), "cache bytes differ"
+    if sparse:
+        assert torch.equal(topk_t, topk_r)
+    rel = float((out_t - out_r).norm() / out_r.norm())
+    assert rel < ATTN_REL_TOL, f"layer output relative difference {rel:.2e}"
