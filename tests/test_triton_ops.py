@@ -243,8 +243,8 @@ def test_layer_decode_step_triton_equals_torch(sparse):
     results = {}
     for backend in ("torch", "triton"):
         c = copy.deepcopy(caches)
-        layer = SparseMXFP4Attention(config, weights, backend=backend)
         device = torch.device("cpu") if backend == "torch" else DEVICE
+        layer = SparseMXFP4Attention(config, {k: w.to(device) for k, w in weights.items()}, backend=backend)
         moved = LayerCaches(*(None if x is None else type(x)(records=x.records.to(device))
                               for x in (c.k, c.v, c.index_k)))
         meta = AttentionMetadata.for_requests(block_table.to(device), lens, [1, 1, 1])

@@ -157,7 +157,7 @@ class DecodeConfig:
     dot_scaled: bool = True  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
     # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
     prefetch: bool = False  # load tile t+1's bytes before decoding tile t (hand decode; dot_scaled ignored);
-    # passes the CPU interpreter tests, NOT yet compiled or timed on the H200 (no device time was left)
+    # correct on the H200 (tests/gpu) but no faster there: 0.74 / 0.82 TB/s vs 0.73 / 0.88 (sweep_decode, run 13)
     decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
