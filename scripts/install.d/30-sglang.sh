@@ -3,7 +3,9 @@
 # CUDA wheels), plus only the pure-Python / CPU wheels its core imports need (server args, plugins, memory pools,
 # the MiniMax-M3 model module, the attention registry). torch stays the installed 2.13.0. Idempotent and quick:
 # pip skips what is already installed at these versions. torchvision is NOT installed (PyPI's wheels need a CUDA
-# torch); tests use atom_mxfp4.model_patches.sglang.cpu_shim instead.
+# torch); tests use atom_mxfp4.model_patches.sglang.cpu_shim instead. triton, numpy, packaging, filelock, jinja2,
+# tqdm come from the project's other install steps. The list was found by importing SGLang's core modules in a
+# fresh venv (torch 2.13.0 only) until nothing was missing.
 set -euo pipefail
 PY=${PYTHON:-python}
 "$PY" -m pip install --quiet --no-deps \
@@ -11,5 +13,7 @@ PY=${PYTHON:-python}
   transformers==5.19.0 tokenizers==0.23.2 safetensors huggingface-hub \
   sentencepiece==0.2.1 compressed-tensors==0.18.0 apache-tvm-ffi==0.1.11 openai==2.8.0 \
   psutil pybase64 starlette anyio sniffio msgspec pyzmq loguru gguf einops partial_json_parser \
-  httpx httpcore h11 certifi idna distro pillow pyyaml regex
+  httpx httpcore httpx2 httpcore2 truststore h11 certifi idna distro pillow pyyaml regex \
+  orjson requests urllib3 pydantic pydantic-core typing-inspection annotated-types dill \
+  aiohttp aiohappyeyeballs aiosignal frozenlist multidict yarl propcache attrs ipython traitlets
 "$PY" -c "import torch; v = torch.__version__; assert v.startswith('2.13.'), f'torch changed to {v}'"
