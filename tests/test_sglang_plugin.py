@@ -188,3 +188,32 @@ def test_serve_wrapper_adds_mxfp4_and_passes_the_rest(capsys):
     assert shlex.split(capsys.readouterr().out)[-3:] == ["serve", "m", "--kv-cache-dtype=mxfp4"]
     with pytest.raises(SystemExit, match="--kv-cache-dtype must be mxfp4 \\(or left out\\), got bf16"):
         main(["serve", "--dry-run", "--", "--kv-cache-dtype", "bf16"])
+
+
+def test_engine_style_server_args_resolve_mxfp4(tmp_path):
+    """``Engine(kv_cache_dtype="mxfp4")`` builds ServerArgs from keywords (no argparse): same resolution."""
+    from sglang.srt.arg_groups.overrides import resolved_view
+    from sglang.srt.server_args import ServerArgs
+    args = ServerArgs(model_path=model_dir(tmp_path), kv_cache_dtype="mxfp4", device="cpu")
+    args.resolve_once()
+    view = resolved_view(args)
+    assert (view.kv_cache_dtype, view.attention_backend, view.page_size) == ("mxfp4", BACKEND_NAME, 128)
+
+
+def test_minimax_m3_geometry_per_rank():
+    """MiniMax-M3 (64 q / 4 KV / 4 index heads, 60 layers, 3 dense) at TP4 is DESIGN §2's [16 / 1 / 1] per rank."""
+    from transformers import PretrainedConfig
+
+    from atom_mxfp4.model_patches.sglang.geometry import check_model
+    sparse = dict(TINY_M3["sparse_attention_config"], sparse_attention_freq=[0] * 3 + [1] * 57,
+                  sparse_disable_index_value=[1] * 60, sparse_num_index_heads=4, sparse_topk_blocks=16)
+    config = PretrainedConfig(**dict(TINY_M3, num_attention_heads=64, num_key_value_heads=4, num_hidden_layers=60,
+                                     sparse_attention_config=sparse))
+    g = check_model(config, attn_tp_size=4)
+    assert (g.num_q_heads, g.num_kv_heads, g.num_index_heads, g.topk) == (16, 1, 1, 16)
+    assert g.dense_layer_ids == (0, 1, 2) and len(g.sparse_layer_ids) == 57
+    assert (g.rotary_dim, g.rope_theta, g.init_blocks, g.local_blocks) == (64, 5e6, 0, 1)
+    assert check_model(config, attn_tp_size=8).num_kv_heads == 1  # KV heads replicated past TP4
+    with pytest.raises(ValueError, match="index heads per rank .* must be = KV heads per rank \\(4\\), got 1"):
+        check_model(PretrainedConfig(**dict(TINY_M3, num_attention_heads=64, num_key_value_heads=4,
+                                            sparse_attention_config=dict(sparse, sparse_num_index_heads=1))))
