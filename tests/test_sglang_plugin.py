@@ -94,10 +94,13 @@ REFUSALS = [
     ({}, ["--speculative-algorithm", "EAGLE"], "--speculative-algorithm must be unset (no speculative draft model is "
      "covered by the MXFP4 pools), got EAGLE"),
     (dict(sparse_disable_index_value=[0, 0, 1, 1]), [], "sparse layers with an index value branch"),
+    ({}, ["--enable-hierarchical-cache"], "--enable-hierarchical-cache must be off (host offload of the MXFP4 "
+     "records is not implemented), got True"),
+    ({}, ["--attention-backend", "triton"], "attention backend must be 'atom_mxfp4' (or unset), got ['triton']"),
 ]
 
 
-@pytest.mark.parametrize("changes, extra, message", REFUSALS, ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v"])
+@pytest.mark.parametrize("changes, extra, message", REFUSALS, ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v", "hicache", "backend"])
 def test_refusals_at_start_up(tmp_path, changes, extra, message):
     argv = ["--model-path", model_dir(tmp_path, **changes), "--kv-cache-dtype", "mxfp4", "--device", "cpu"] + extra
     with pytest.raises(ValueError) as error:

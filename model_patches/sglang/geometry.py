@@ -126,8 +126,22 @@ def check_model(hf_config, *, attn_tp_size: int = 1) -> Geometry:
                     int(getattr(hf_config, "max_position_embeddings", 1 << 17)))
 
 
-def check_server_settings(*, page_size, speculative_algorithm, attention_backends) -> None:
-    """Refuse serving settings the plugin does not cover (``attention_backends``: the explicitly set ones)."""
+UNCOVERED_FEATURES = {  # server-args field -> why the MXFP4 pool does not serve it
+    "enable_hierarchical_cache": "host offload of the MXFP4 records is not implemented",
+    "enable_hisparse": "HiSparse host pools of the MXFP4 records are not implemented",
+    "enable_lora": "LoRA on the MiniMax-M3 attention projections is not routed through the fused projection",
+}
+
+
+def check_server_settings(*, page_size, speculative_algorithm, attention_backends, features=None,
+                          disaggregation_mode="null") -> None:
+    """Refuse serving settings the plugin does not cover (``attention_backends``: the explicitly set ones;
+    ``features``: server-args field -> value for the fields of ``UNCOVERED_FEATURES``)."""
+    for name, why in UNCOVERED_FEATURES.items():
+        value = (features or {}).get(name)
+        _expect(not value, "--" + name.replace("_", "-"), f"off ({why})", value)
+    _expect(disaggregation_mode in (None, "null"), "--disaggregation-mode",
+            "null (PD transfer of the MXFP4 and index-K records is not implemented)", disaggregation_mode)
     _expect(page_size in (None, PAGE_SIZE), "--page-size", f"{PAGE_SIZE} (or unset)", page_size)
     _expect(speculative_algorithm in (None, "NONE"), "--speculative-algorithm",
             "unset (no speculative draft model is covered by the MXFP4 pools)", speculative_algorithm)

@@ -109,8 +109,11 @@ def model_override(server_args, hf_config) -> dict:
     # what the user set (the raw record), not what platform / model providers resolved before us
     explicit = [getattr(server_args, name, None) for name in
                 ("attention_backend", "prefill_attention_backend", "decode_attention_backend")]
+    from .geometry import UNCOVERED_FEATURES
     check_server_settings(page_size=getattr(server_args, "page_size", None),
-                          speculative_algorithm=cfg.speculative_algorithm, attention_backends=explicit)
+                          speculative_algorithm=cfg.speculative_algorithm, attention_backends=explicit,
+                          features={name: getattr(cfg, name, None) for name in UNCOVERED_FEATURES},
+                          disaggregation_mode=getattr(cfg, "disaggregation_mode", "null"))
     return {"attention_backend": BACKEND_NAME, "page_size": 128}
 
 
