@@ -187,3 +187,23 @@ def test_backend_needs_the_mxfp4_pool():
     runner = SimpleNamespace(token_to_kv_pool=object(), req_to_token_pool=None, model_config=None)
     with pytest.raises(TypeError, match="token_to_kv_pool must be an MXFP4MiniMaxKVPool"):
         AtomMXFP4AttnBackend(runner)
+
+
+def test_attention_hook_passes_other_backends_through(setup):
+    """Without our backend in the forward context, MiniMaxM3Attention.forward is SGLang's own."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+    calls = []
+
+    class Module:
+        def forward_prepare(self, positions, hidden_states, forward_batch):
+            calls.append("prepare")
+            return "state"
+
+        def forward_core(self, state):
+            calls.append(state)
+            return "sglang's output"
+
+    assert MiniMaxM3Attention.forward(Module(), None, None, None) == "sglang's output"  # no forward context
+    with forward_context(ForwardContext(attn_backend=SimpleNamespace())):
+        assert MiniMaxM3Attention.forward(Module(), None, None, None) == "sglang's output"
+    assert calls == ["prepare", "state"] * 2
