@@ -1,8 +1,15 @@
 """Markers: `gpu` tests need CUDA (run on the lent H200 by scripts/h200.sh); `gfx950` tests need an AMD
 MI355X. Elsewhere they are skipped, and the reason shows in the report (pytest -ra)."""
 
+import os
+
 import pytest
 import torch
+
+# Without a GPU, Triton kernels run under the interpreter. It must be on before anything imports triton (the
+# @triton.jit decorators read it at import), and test modules import the backends in any order.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def _is_gfx950() -> bool:

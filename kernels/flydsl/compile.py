@@ -64,12 +64,19 @@ def ld_lld_shim() -> Path:
     """``$SHIM_DIR`` holding ``llvm/bin/ld.lld`` -> ``python -m ziglang ld.lld`` (idempotent)."""
     path = SHIM_DIR / "llvm" / "bin" / "ld.lld"
     text = f'#!/bin/sh\nexec "{sys.executable}" -m ziglang ld.lld "$@"\n'
-    if not path.exists() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        tmp.replace(path)
+    for attempt in range(3):  # another process may be (re)creating or cleaning the folder right now
+        try:
+            if path.exists() and path.read_text() == text:
+                return SHIM_DIR
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            tmp.replace(path)
+            return SHIM_DIR
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
     return SHIM_DIR
 
 
