@@ -93,7 +93,9 @@ def setup():
                               device="cpu", start_layer=0, end_layer=2)
     runner = SimpleNamespace(token_to_kv_pool=pool, req_to_token_pool=SimpleNamespace(req_to_token=req_to_token),
                              model_config=SimpleNamespace(hf_config=hf_config()))
-    backend = AtomMXFP4AttnBackend(runner, kernel_backend="torch", attn_tp_size=1)
+    from sglang.srt.runtime_context import get_parallel
+    with get_parallel().override(attn_tp_size=1):  # SGLang's own way to state the width without a launch
+        backend = AtomMXFP4AttnBackend(runner, kernel_backend="torch")
     return backend, req_to_token
 
 

@@ -132,18 +132,34 @@ def tiny_hf_config():
     return PretrainedConfig(**TINY_M3)
 
 
-def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token():
-    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+@pytest.fixture
+def attn_tp():
+    """SGLang's own way to state the attention TP width without launching ranks."""
+    from sglang.srt.runtime_context import get_parallel
+    return lambda size: get_parallel().override(attn_tp_size=size)
+
+
+@pytest.mark.parametrize("tp, nkv, expected_cell", [(1, 2, 1292), (2, 1, 748)])
+def test_cell_size_is_the_true_mxfp4_bytes_per_token(attn_tp, tp, nkv, expected_cell):
     from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
+    layers, sparse = 4, 3
+    with attn_tp(tp):
+        cell = DefaultPoolConfigurator._compute_cell_size(object.__new__(DefaultPoolConfigurator),
+                                                          fake_configurator(tiny_hf_config()), layers)
+    assert cell == (2 * nkv * layers + sparse) * RECORD_BYTES // 128 == expected_cell
+
+
+def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token(attn_tp):
+    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     kvc = fake_configurator(tiny_hf_config())
     nkv, layers, sparse = 2, 4, 3
-    cell = DefaultPoolConfigurator._compute_cell_size(object.__new__(DefaultPoolConfigurator), kvc, layers)
-    assert cell == (2 * nkv * layers + sparse) * RECORD_BYTES // 128 == 1292
+    cell = (2 * nkv * layers + sparse) * RECORD_BYTES // 128
     bf16_main = 2 * nkv * layers * 128 * 2  # what a bf16 main K/V costs per token
     assert bf16_main / (2 * nkv * layers * RECORD_BYTES / 128) == pytest.approx(capacity_ratio("bf16"))
 
     tokens = 1000
-    pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(kvc, max_total_num_tokens=tokens)
+    with attn_tp(1):
+        pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(kvc, max_total_num_tokens=tokens)
     pages = tokens // 128 + 1  # + SGLang's padding page 0
     assert sorted(pool.k_records) == sorted(pool.v_records) == [0, 1, 2, 3]
     assert sorted(pool.index_k_records) == [1, 2, 3]  # index-K on sparse layers only
@@ -155,14 +171,17 @@ def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token():
     assert sum(pool.get_kv_size_bytes()) == cell * pages * 128
 
     staged = fake_configurator(tiny_hf_config(), start=2, end=4)  # a pipeline stage holding layers 2 and 3
-    pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(staged, max_total_num_tokens=tokens)
+    with attn_tp(2):  # and attention TP 2: one KV head per rank
+        pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(staged, max_total_num_tokens=tokens)
     assert sorted(pool.k_records) == sorted(pool.index_k_records) == [2, 3]
+    assert pool.k_records[2].shape == (pages, 1, RECORD_BYTES)
 
 
-def test_move_kv_cache_moves_every_byte_of_a_token():
+def test_move_kv_cache_moves_every_byte_of_a_token(attn_tp):
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
-    pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(fake_configurator(tiny_hf_config()),
-                                                             max_total_num_tokens=512)
+    with attn_tp(1):
+        pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(fake_configurator(tiny_hf_config()),
+                                                                 max_total_num_tokens=512)
     gen = torch.Generator().manual_seed(0)
     for records in pool.all_records():
         records.copy_(torch.randint(0, 256, records.shape, generator=gen, dtype=torch.uint8))

@@ -32,22 +32,19 @@ KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # torch | triton | flydsl; unset = at
 
 
 def _attn_tp_size() -> int:
-    try:
-        from sglang.srt.runtime_context import get_parallel
-        return int(get_parallel().attn_tp_size)
-    except Exception:  # runtime context not initialised (unit tests build the backend by hand)
-        return 1
+    """The attention TP size of this process (SGLang's runtime context; raises if nothing is published)."""
+    from sglang.srt.runtime_context import get_parallel
+    return int(get_parallel().attn_tp_size)
 
 
 class AtomMXFP4AttnBackend(AttentionBackend):
-    def __init__(self, runner, kernel_backend: str | None = None, attn_tp_size: int | None = None):
+    def __init__(self, runner, kernel_backend: str | None = None):
         pool = runner.token_to_kv_pool
         expect(isinstance(pool, MXFP4MiniMaxKVPool), "token_to_kv_pool", "an MXFP4MiniMaxKVPool "
                "(--kv-cache-dtype mxfp4 builds it)", type(pool).__name__, TypeError)
         self.pool = self.token_to_kv_pool = pool
         self.req_to_token = runner.req_to_token_pool.req_to_token  # [max_reqs, max_context] i32 slot ids
-        self.geometry = check_model(runner.model_config.hf_config,
-                                    attn_tp_size=attn_tp_size if attn_tp_size is not None else _attn_tp_size())
+        self.geometry = check_model(runner.model_config.hf_config, attn_tp_size=_attn_tp_size())
         self.kernel_backend = kernel_backend or os.environ.get(KERNEL_BACKEND_ENV) or None
         self.max_pages = (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE
         self.configs = {sparse: self.geometry.layer_config(sparse) for sparse in (False, True)}
