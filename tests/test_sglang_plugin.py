@@ -74,8 +74,10 @@ def test_entry_point_is_declared_and_loaded():
     assert targets <= HookRegistry._patched, f"hooks not applied: {targets - HookRegistry._patched}"
 
 
-def test_cli_parses_and_resolves_mxfp4(tmp_path):
-    view = resolve(["--model-path", model_dir(tmp_path), "--kv-cache-dtype", "mxfp4", "--device", "cpu"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_cli_parses_and_resolves_mxfp4(tmp_path, tp):
+    view = resolve(["--model-path", model_dir(tmp_path), "--kv-cache-dtype", "mxfp4", "--device", "cpu",
+                    "--tp", str(tp)])
     assert (view.kv_cache_dtype, view.attention_backend, view.page_size) == ("mxfp4", BACKEND_NAME, 128)
 
 
@@ -97,10 +99,13 @@ REFUSALS = [
     ({}, ["--enable-hierarchical-cache"], "--enable-hierarchical-cache must be off (host offload of the MXFP4 "
      "records is not implemented), got True"),
     ({}, ["--attention-backend", "triton"], "attention backend must be 'atom_mxfp4' (or unset), got ['triton']"),
+    # at TP 4 the 2 KV heads are replicated (1 per rank) but the 8 index heads split to 2 per rank
+    (dict(sparse_num_index_heads=8), ["--tp", "4"], "index heads per rank (sparse_num_index_heads / TP) must be = KV "
+     "heads per rank (1), got 2"),
 ]
 
 
-@pytest.mark.parametrize("changes, extra, message", REFUSALS, ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v", "hicache", "backend"])
+@pytest.mark.parametrize("changes, extra, message", REFUSALS, ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v", "hicache", "backend", "idx_heads_tp4"])
 def test_refusals_at_start_up(tmp_path, changes, extra, message):
     argv = ["--model-path", model_dir(tmp_path, **changes), "--kv-cache-dtype", "mxfp4", "--device", "cpu"] + extra
     with pytest.raises(ValueError) as error:

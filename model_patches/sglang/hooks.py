@@ -7,13 +7,9 @@ rest). Each hook passes through to SGLang unchanged unless ``--kv-cache-dtype mx
 
 from __future__ import annotations
 
-import logging
-
 import torch
 
 from .geometry import BACKEND_NAME, KV_CACHE_DTYPE, check_model, check_server_settings, layer_ids
-
-logger = logging.getLogger(__name__)
 
 # HookRegistry targets (dotted paths resolved by SGLang when it applies the hooks)
 T_ADD_CLI_ARGS = "sglang.srt.server_args.ServerArgs.add_cli_args"
@@ -100,12 +96,11 @@ def backend_wrapper(original, runner, full_attn_backend, *args, **kwargs):
 def model_override(server_args, hf_config) -> dict:
     """Model-override provider for every architecture: start-up refusals, then our backend and page size."""
     from sglang.srt.arg_groups.model_override_base import resolving_view
+    from sglang.srt.runtime_context import attn_tp_size_of
     cfg = resolving_view(server_args)
     if cfg.kv_cache_dtype != KV_CACHE_DTYPE:
         return {}
-    tp = int(getattr(cfg, "tp_size", 1) or 1)
-    dp = int(getattr(cfg, "dp_size", 1) or 1) if getattr(cfg, "enable_dp_attention", False) else 1
-    check_model(hf_config, attn_tp_size=max(1, tp // dp))
+    check_model(hf_config, attn_tp_size=int(attn_tp_size_of(cfg)))
     # what the user set (the raw record), not what platform / model providers resolved before us
     explicit = [getattr(server_args, name, None) for name in
                 ("attention_backend", "prefill_attention_backend", "decode_attention_backend")]
