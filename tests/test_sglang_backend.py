@@ -185,7 +185,7 @@ def test_radixattention_path_is_refused(setup):
         backend.forward(None, None, None, SimpleNamespace(layer_id=3), None)
 
 
-def test_backend_needs_the_mxfp4_pool():
+def test_backend_needs_the_mxfp4_pool(setup):
     runner = SimpleNamespace(token_to_kv_pool=object(), req_to_token_pool=None, model_config=None)
     with pytest.raises(TypeError, match="token_to_kv_pool must be an MXFP4MiniMaxKVPool"):
         AtomMXFP4AttnBackend(runner)
@@ -209,3 +209,14 @@ def test_attention_hook_passes_other_backends_through(setup):
     with forward_context(ForwardContext(attn_backend=SimpleNamespace())):
         assert MiniMaxM3Attention.forward(Module(), None, None, None) == "sglang's output"
     assert calls == ["prepare", "state"] * 2
+
+
+def test_backend_refuses_to_start_without_its_hooks(setup, monkeypatch):
+    from sglang.srt.plugins.hook_registry import HookRegistry
+
+    from atom_mxfp4.model_patches.sglang.hooks import T_ATTENTION_FORWARD
+    backend, _ = setup
+    monkeypatch.setattr(HookRegistry, "_patched", HookRegistry._patched - {T_ATTENTION_FORWARD})
+    runner = SimpleNamespace(token_to_kv_pool=backend.pool, req_to_token_pool=None, model_config=None)
+    with pytest.raises(RuntimeError, match="hooks must be applied by sglang.srt.plugins.load_plugins.*minimax_m3"):
+        AtomMXFP4AttnBackend(runner)

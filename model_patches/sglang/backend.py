@@ -39,6 +39,12 @@ def _attn_tp_size() -> int:
 
 class AtomMXFP4AttnBackend(AttentionBackend):
     def __init__(self, runner, kernel_backend: str | None = None):
+        from sglang.srt.plugins.hook_registry import HookRegistry
+
+        from .hooks import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER
+        missing = sorted({T_ATTENTION_FORWARD, T_BACKEND_WRAPPER} - HookRegistry._patched)
+        expect(not missing, "the atom_mxfp4 plugin's SGLang hooks", "applied by sglang.srt.plugins.load_plugins()",
+               f"not applied: {missing} (see the SGLang log for why)", RuntimeError)
         pool = runner.token_to_kv_pool
         expect(isinstance(pool, MXFP4MiniMaxKVPool), "token_to_kv_pool", "an MXFP4MiniMaxKVPool "
                "(--kv-cache-dtype mxfp4 builds it)", type(pool).__name__, TypeError)
