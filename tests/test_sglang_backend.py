@@ -22,11 +22,19 @@ if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
 from atom_mxfp4.model_patches.sglang import cpu_shim  # noqa: E402
 
-cpu_shim.install()
+with cpu_shim.torchvision_stand_in():  # SGLang's core imports torchvision; no CPU wheel fits torch 2.13 (docs)
+    import sglang.srt.configs  # noqa: F401
+    import sglang.srt.layers.attention.attention_registry  # noqa: F401
+    import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
+    import sglang.srt.model_executor.pool_configurator  # noqa: F401
+    import sglang.srt.models.minimax_m3  # noqa: F401
+    import sglang.srt.server_args  # noqa: F401
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()  # SGLang's own loader: importlib.metadata entry points, then HookRegistry.apply_hooks()
 
 from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode  # noqa: E402
 from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
-from sglang.srt.plugins import load_plugins  # noqa: E402
 
 from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4  # noqa: E402
 from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend  # noqa: E402
@@ -83,7 +91,6 @@ def rel_l2(a, b):
 
 @pytest.fixture(scope="module")
 def setup():
-    load_plugins()
     req_to_token = torch.zeros(4, 1024, dtype=torch.int32)  # [max_reqs, max_context] slot ids
     for r, pages in PAGES.items():
         positions = torch.arange(len(pages) * 128)

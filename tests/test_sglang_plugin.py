@@ -16,9 +16,17 @@ if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
 from atom_mxfp4.model_patches.sglang import cpu_shim  # noqa: E402
 
-cpu_shim.install()
+with cpu_shim.torchvision_stand_in():  # SGLang's core imports torchvision; no CPU wheel fits torch 2.13 (docs)
+    import sglang.srt.configs  # noqa: F401
+    import sglang.srt.layers.attention.attention_registry  # noqa: F401
+    import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
+    import sglang.srt.model_executor.pool_configurator  # noqa: F401
+    import sglang.srt.models.minimax_m3  # noqa: F401
+    import sglang.srt.server_args  # noqa: F401
+    from sglang.srt.plugins import load_plugins
 
-from sglang.srt.plugins import load_plugins  # noqa: E402
+    load_plugins()  # SGLang's own loader: importlib.metadata entry points, then HookRegistry.apply_hooks()
+
 from sglang.srt.plugins.hook_registry import HookRegistry  # noqa: E402
 
 from atom_mxfp4.cache import RECORD_BYTES, capacity_ratio  # noqa: E402
@@ -49,17 +57,19 @@ def model_dir(tmp_path, **changes):
     return str(tmp_path)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def plugins():
-    load_plugins()  # SGLang's own loader: importlib.metadata entry points, then HookRegistry.apply_hooks()
-
-
 def resolve(argv):
     from sglang.srt.arg_groups.overrides import resolved_view
     from sglang.srt.server_args import prepare_server_args
     args = prepare_server_args(argv)
     args.resolve_once()
     return resolved_view(args)
+
+
+def test_torchvision_stand_in_is_gone_after_the_imports():
+    """Other tests in this process still see torchvision as absent (cpu_shim.torchvision_stand_in)."""
+    import sys
+    assert not any(isinstance(f, cpu_shim._Finder) for f in sys.meta_path)
+    assert not any(isinstance(m, cpu_shim._InertModule) for m in list(sys.modules.values()))
 
 
 def test_entry_point_is_declared_and_loaded():

@@ -5,6 +5,10 @@ SGLang 0.5.23 imports ``torchvision`` at module level in its multimodal helpers 
 keeps. ``install()`` first lets transformers record that torchvision is absent (its availability check is cached),
 then answers ``import torchvision...`` with inert stand-in modules. Nothing on the text-model paths the tests run
 calls into them. A real torchvision, when importable, is left alone. Never used by the plugin itself.
+
+Use ``torchvision_stand_in()`` around the SGLang imports: afterwards the finder and the stand-in modules leave
+``sys.modules``, so other code in the same process still sees torchvision as absent (the SGLang modules already
+imported keep their references).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
+from contextlib import contextmanager
 
 
 class _Inert:
@@ -69,3 +74,20 @@ def install() -> bool:
     import_utils.is_torchvision_available()  # cached False before the stand-in exists
     sys.meta_path.insert(0, _Finder())
     return True
+
+
+def remove() -> None:
+    """Drop the finder and every stand-in module (SGLang modules imported meanwhile keep their references)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+    for name in [n for n, m in sys.modules.items() if isinstance(m, _InertModule)]:
+        del sys.modules[name]
+
+
+@contextmanager
+def torchvision_stand_in():
+    installed = install()
+    try:
+        yield installed
+    finally:
+        if installed:
+            remove()
