@@ -91,13 +91,19 @@ def rel_l2(ours: torch.Tensor, reference: torch.Tensor) -> float:
     return float((ours.double() - reference).norm() / reference.norm().clamp_min(1e-30))
 
 
-def topk_agreement(ours: torch.Tensor, oracle: torch.Tensor) -> float:
-    """Fraction of the oracle's selected blocks that we selected too (over rows and heads)."""
+def topk_hits(ours: torch.Tensor, oracle: torch.Tensor) -> tuple[int, int]:
+    """(kept, wanted): the oracle's selected blocks that we selected too, over rows and heads."""
     hits = total = 0
     for mine, theirs in zip(ours.reshape(-1, ours.shape[-1]).tolist(), oracle.reshape(-1, oracle.shape[-1]).tolist()):
         wanted = {b for b in theirs if b >= 0}
         hits += len(wanted & set(mine))
         total += len(wanted)
+    return hits, total
+
+
+def topk_agreement(ours: torch.Tensor, oracle: torch.Tensor) -> float:
+    """Fraction of the oracle's selected blocks that we selected too (over rows and heads)."""
+    hits, total = topk_hits(ours, oracle)
     return hits / max(total, 1)
 
 
@@ -128,20 +134,24 @@ def evaluate(config: LayerConfig, weights, requests, prompt_lens, decode_steps, 
              oracle_outputs) -> dict:
     layer = SparseMXFP4Attention(config, weights, backend=backend)
     run = run_requests(layer, requests, prompt_lens, decode_steps, chunk, device)
-    prefill_err, decode_err, agree, found, asked = [], [], [], 0, 0
+    ours_prefill, ref_prefill, ours_decode, ref_decode = [], [], [], []
+    hits = wanted = found = asked = 0
     for b, request in enumerate(requests):
-        ref = oracle_outputs[b]
-        p = prompt_lens[b]
-        prefill_err.append(rel_l2(run.outputs[b][:p], ref.out[:p]))
-        decode_err.append(rel_l2(run.outputs[b][p:], ref.out[p:]))
+        ref, p = oracle_outputs[b], prompt_lens[b]
+        ours_prefill.append(run.outputs[b][:p])
+        ref_prefill.append(ref.out[:p])
+        ours_decode.append(run.outputs[b][p:])
+        ref_decode.append(ref.out[p:])
         if config.sparse:
-            agree.append(topk_agreement(run.topk[b], ref.selected))
+            h, w = topk_hits(run.topk[b], ref.selected)
             f, a = needles_found(run.topk[b], request, p)
-            found, asked = found + f, asked + a
+            hits, wanted, found, asked = hits + h, wanted + w, found + f, asked + a
     decode = sorted(run.decode_seconds)
     return {
-        "prefill_rel_l2": max(prefill_err), "decode_rel_l2": max(decode_err),
-        "topk_agreement": min(agree) if agree else None, "needles": (found, asked) if config.sparse else None,
+        "prefill_rel_l2": rel_l2(torch.cat(ours_prefill), torch.cat(ref_prefill)),
+        "decode_rel_l2": rel_l2(torch.cat(ours_decode), torch.cat(ref_decode)),
+        "topk_agreement": hits / max(wanted, 1) if config.sparse else None,
+        "needles": (found, asked) if config.sparse else None,
         "prefill_s": run.prefill_seconds, "decode_step_ms": 1e3 * decode[len(decode) // 2],
     }
 
@@ -191,6 +201,9 @@ def run(args) -> int:
                      for r in tqdm(requests, desc="oracle (sparse, fp64)", leave=False)]
     oracle_dense = [attention_oracle(r.qkv, weights, dense_config)
                     for r in tqdm(dense_requests, desc="oracle (dense, fp64)", leave=False)]
+    # warm-up (lazy initialisation, kernel compilation) so that the first timed configuration is not penalised
+    run_requests(SparseMXFP4Attention(sparse_config, weights, backend=args.backend), requests[-1:],
+                 [min(prompt_lens[-1], 64)], 1, args.chunk, device, progress=False)
     rows = []
     for mode in modes:
         config = LayerConfig(topk=args.topk, max_position=sparse_config.max_position, scale_mode=mode)
@@ -206,6 +219,7 @@ def run(args) -> int:
         needles = "-" if r["needles"] is None else f"{r['needles'][0]}/{r['needles'][1]}"
         print(f"| {kind} | {mode.value} | {r['prefill_rel_l2']:.4f} | {r['decode_rel_l2']:.4f} | {agree} | "
               f"{needles} | {r['prefill_s']:.2f} | {r['decode_step_ms']:.1f} |")
-    print("\nrel-L2: worst request, layer output (MXFP4 K/V, sparse selection on MXFP4 index-K) vs the fp64 "
-          "oracle (unquantized, exact top-k); top-k agreement: worst request, share of the oracle's blocks we kept.")
+    print("\nrel-L2: all rows of all requests, layer output (MXFP4 K/V, selection on MXFP4 index-K) vs the fp64 "
+          "oracle (unquantized K/V, exact top-k); top-k agreement: share of the oracle's selected blocks we kept; "
+          "needles: decode rows whose selection holds the needle's block on every KV head.")
     return 0

@@ -121,12 +121,15 @@ class LayerCaches:
 class SparseMXFP4Attention:
     """One layer: ``forward(qkv [T, W] bf16, meta, caches) -> [T, nq * 128] bf16`` (before o_proj)."""
 
-    def __init__(self, config: LayerConfig, weights: dict[str, torch.Tensor], backend: str | None = None):
+    def __init__(self, config: LayerConfig, weights: dict[str, torch.Tensor], backend: str | None = None,
+                 rope_tables: dict | None = None):
+        """``rope_tables``: a dict (device -> cos/sin table) to share between the layers of one model; each layer
+        builds its own when None. Layers sharing it must have the same rotary_dim, rope_theta and max_position."""
         names = ["q_norm", "k_norm"] + (["idx_q_norm", "idx_k_norm"] if config.sparse else [])
         missing = [n for n in names if n not in weights]
         expect(not missing, "weights", f"a dict with {names}", f"missing {missing}")
         self.config, self.weights, self.backend = config, weights, backend
-        self._cos_sin: dict[torch.device, torch.Tensor] = {}
+        self._cos_sin: dict[torch.device, torch.Tensor] = {} if rope_tables is None else rope_tables
 
     def cos_sin_cache(self, device) -> torch.Tensor:
         device = torch.device(device)
@@ -135,14 +138,15 @@ class SparseMXFP4Attention:
             self._cos_sin[device] = rope_cos_sin(c.max_position, c.rotary_dim, c.rope_theta).to(device)
         return self._cos_sin[device]
 
-    def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches):
+    def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, check: bool = True):
         """Sparse tables [T * nkv, topk] and context lengths [T * nkv] for the rows of ``meta``."""
         c = self.config
         rows, positions = meta.token_request, meta.positions.to(torch.int32)
         topk_blocks = ops.index_topk(idx_q, caches.index_k, meta.block_table, rows, positions, topk=c.topk,
-                                     init_blocks=c.init_blocks, local_blocks=c.local_blocks, backend=self.backend)
+                                     init_blocks=c.init_blocks, local_blocks=c.local_blocks, backend=self.backend,
+                                     check=check)
         tables, lens = ops.build_sparse_tables(topk_blocks, meta.block_table, rows, positions,
-                                               num_kv_heads=c.num_kv_heads, backend=self.backend)
+                                               num_kv_heads=c.num_kv_heads, backend=self.backend, check=check)
         return tables, lens, topk_blocks
 
     def dense_tables(self, meta: AttentionMetadata):
@@ -154,7 +158,10 @@ class SparseMXFP4Attention:
         lens = (meta.positions + 1).repeat_interleave(nkv)
         return tables.to(torch.int32).contiguous(), lens.to(torch.int32)
 
-    def forward(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, *, return_topk=False):
+    def forward(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, *, return_topk=False,
+                check: bool = True):
+        """``check=False`` skips the ops' validation, including their host-syncing value checks: for CUDA-graph
+        capture of decode, with metadata the runner built itself."""
         c, w = self.config, self.weights
         expect(qkv.shape[-1] == c.qkv_width, "qkv.shape[-1]", f"{c.qkv_width} for this layer's geometry",
                qkv.shape[-1])
@@ -164,16 +171,17 @@ class SparseMXFP4Attention:
             qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
             self.cos_sin_cache(qkv.device), meta.slot_mapping, caches.k, caches.v, caches.index_k,
             num_q_heads=c.num_q_heads, num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads,
-            rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype, backend=self.backend)
+            rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype, backend=self.backend,
+            check=check)
         topk_blocks = None
         if c.sparse:
-            tables, lens, topk_blocks = self.select(idx_q, meta, caches)
+            tables, lens, topk_blocks = self.select(idx_q, meta, caches, check)
         else:
             tables, lens = self.dense_tables(meta)
         num_tokens = qkv.shape[0]
         out = torch.empty(num_tokens * c.num_kv_heads, c.group, c.head_dim, dtype=torch.bfloat16, device=qkv.device)
         ops.pa_decode(out, q.reshape(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v, tables,
-                      lens, softmax_scale=c.softmax_scale, backend=self.backend)
+                      lens, softmax_scale=c.softmax_scale, backend=self.backend, check=check)
         out = out.view(num_tokens, c.num_q_heads * c.head_dim)
         return (out, topk_blocks) if return_topk else out
 

@@ -15,7 +15,6 @@ does QK-norm, RoPE and the MXFP4 write itself.
 
 from __future__ import annotations
 
-import inspect
 import os
 
 import torch
@@ -58,8 +57,6 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None
         self._decode_buffers: dict[int, AttentionMetadata] = {}
-        # CUDA-graph capture needs the layer's ops without their host-syncing value checks (ops' check=False)
-        self._layer_takes_check = "check" in inspect.signature(SparseMXFP4Attention.forward).parameters
 
     # ---- metadata ----
     def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
@@ -119,8 +116,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
             weights = {"q_norm": module.q_norm.weight, "k_norm": module.k_norm.weight}
             if sparse:
                 weights.update(idx_q_norm=module.index_q_norm.weight, idx_k_norm=module.index_k_norm.weight)
-            layer = SparseMXFP4Attention(self.configs[sparse], weights, backend=self.kernel_backend)
-            layer._cos_sin = self._cos_sin  # one RoPE table per device for all layers (not one per layer)
+            # one RoPE table per device for all layers (not one per layer)
+            layer = SparseMXFP4Attention(self.configs[sparse], weights, backend=self.kernel_backend,
+                                         rope_tables=self._cos_sin)
             self.layers[layer_id] = layer
         return self.layers[layer_id]
 
@@ -147,12 +145,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         layer = self.layer_for(module)
         k, v, index_k = self.pool.layer_caches(module.attn.layer_id)
         capturing = hidden_states.is_cuda and torch.cuda.is_current_stream_capturing()
-        kwargs = {"check": not capturing} if self._layer_takes_check else {}
-        if capturing and not self._layer_takes_check:
-            raise RuntimeError("CUDA-graph capture of the atom_mxfp4 backend needs SparseMXFP4Attention.forward("
-                               "..., check=False) (ops' value checks sync with the host); run with "
-                               "--disable-cuda-graph until atom_mxfp4.layer offers it")
-        out = layer(self.fused_projection(module, hidden_states), meta, LayerCaches(k, v, index_k), **kwargs)
+        # under capture the ops' host-syncing value checks are skipped (the metadata is ours)
+        out = layer(self.fused_projection(module, hidden_states), meta, LayerCaches(k, v, index_k),
+                    check=not capturing)
         output, _ = module.o_proj(out.to(hidden_states.dtype))
         return output
 

@@ -20,5 +20,9 @@ trap 'rm -f "$constraints"' EXIT
 if torch_version=$($PY -c 'import torch; print(torch.__version__)' 2>/dev/null); then
   echo "torch==$torch_version" > "$constraints"
 fi
+# SGLang (30-sglang.sh) pins transformers: lm-eval must not move it
+if tf_version=$($PY -c 'import importlib.metadata as m; print(m.version("transformers"))' 2>/dev/null); then
+  echo "transformers==$tf_version" >> "$constraints"
+fi
 $PY -m pip install --quiet -c "$constraints" "lm-eval[api]==$LM_EVAL_VERSION" matplotlib
 $PY -c 'import lm_eval, tenacity, matplotlib, torch; print("[40-eval] lm-eval", lm_eval.__version__, "torch", torch.__version__)'
