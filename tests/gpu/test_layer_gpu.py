@@ -1,0 +1,97 @@
+"""The layer end to end on CUDA with the Triton backend (marker ``gpu``; run by scripts/h200.sh).
+
+- prefill (chunked, with a cached prefix) then decode, sparse and dense: Triton on the GPU vs the torch backend on
+  the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and attention within the named
+  tolerance;
+- a decode step captured in a CUDA graph (``check=False``) and replayed on new inputs equals the eager step, output
+  and cache bytes, bit for bit.
+"""
+
+import pytest
+import torch
+
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.synthetic import make_request, make_weights
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
+
+DEV = torch.device("cuda")
+ATTN_REL_TOL = 3e-3  # as tests/test_triton_ops.py: bf16 output and probabilities (measured ~7e-4), band x3
+PROMPTS = [1500, 333, 129, 1]  # ragged: a partial last page, one token, one page + 1
+PAGES = 40
+
+
+def _setup(sparse: bool):
+    config = LayerConfig(sparse=sparse, max_position=4096)
+    weights = make_weights(config, seed=11)
+    requests = [make_request(config, n + 4, needles=[n // 3], seek_from=n, seed=11 + b)
+                for b, n in enumerate(PROMPTS)]
+    pages = torch.randperm(PAGES, generator=torch.Generator().manual_seed(5))
+    width = max(-(-(n + 4) // 128) for n in PROMPTS)
+    block_table = pages[: len(PROMPTS) * width].view(len(PROMPTS), width).int().contiguous()
+    return config, weights, requests, block_table
+
+
+def _step(layer, requests, block_table, caches, prefix, new, device, **kwargs):
+    meta = AttentionMetadata.for_requests(block_table.to(device), prefix, new)
+    qkv = torch.cat([r.qkv[p : p + n] for r, p, n in zip(requests, prefix, new)]).to(device)
+    return layer(qkv, meta, caches, return_topk=True, **kwargs)
+
+
+def _rel(a, b):
+    a, b = a.double().cpu(), b.double().cpu()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+def test_layer_triton_matches_torch_backend(sparse):
+    config, weights, requests, block_table = _setup(sparse)
+    gpu = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend="triton")
+    cpu = SparseMXFP4Attention(config, weights, backend="torch")
+    gpu_caches, cpu_caches = LayerCaches.allocate(config, PAGES, DEV), LayerCaches.allocate(config, PAGES)
+    half = [n // 2 for n in PROMPTS]
+    steps = [([0] * len(PROMPTS), half), (half, [n - h for n, h in zip(PROMPTS, half)])]  # chunked + prefix
+    steps += [([n + i for n in PROMPTS], [1] * len(PROMPTS)) for i in range(3)]  # decode
+    for prefix, new in steps:
+        out_gpu, topk_gpu = _step(gpu, requests, block_table, gpu_caches, prefix, new, DEV)
+        out_cpu, topk_cpu = _step(cpu, requests, block_table, cpu_caches, prefix, new, torch.device("cpu"))
+        for name in ("k", "v", "index_k"):
+            mine, ref = getattr(gpu_caches, name), getattr(cpu_caches, name)
+            if ref is not None:
+                assert torch.equal(mine.records.cpu(), ref.records), f"{name} cache bytes differ"
+        if sparse:
+            assert torch.equal(topk_gpu.cpu(), topk_cpu), "top-k blocks differ"
+        assert _rel(out_gpu, out_cpu) < ATTN_REL_TOL
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+def test_layer_decode_cuda_graph_replay_equals_eager(sparse):
+    config, weights, requests, block_table = _setup(sparse)
+    layer = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend="triton")
+    caches = LayerCaches.allocate(config, PAGES, DEV)
+    _step(layer, requests, block_table, caches, [0] * len(PROMPTS), PROMPTS, DEV)  # prefill (eager)
+
+    # static decode buffers, as a runner keeps them for its graph
+    meta = AttentionMetadata.for_requests(block_table.to(DEV), PROMPTS, [1] * len(PROMPTS))
+    qkv = torch.cat([r.qkv[n : n + 1] for r, n in zip(requests, PROMPTS)]).to(DEV)
+    layer(qkv, meta, caches, check=False)  # warm-up: compile, RoPE table
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = layer(qkv, meta, caches, check=False)
+
+    # the next decode step: new contents in the same buffers, then replay vs eager on a copy of the caches
+    step = AttentionMetadata.for_requests(block_table.to(DEV), [n + 1 for n in PROMPTS], [1] * len(PROMPTS))
+    for name in ("positions", "slot_mapping", "token_request", "block_table"):
+        getattr(meta, name).copy_(getattr(step, name))
+    qkv.copy_(torch.cat([r.qkv[n + 1 : n + 2] for r, n in zip(requests, PROMPTS)]).to(DEV))
+    before = [None if c is None else c.records.clone() for c in (caches.k, caches.v, caches.index_k)]
+    graph.replay()
+    torch.cuda.synchronize()
+    eager_caches = LayerCaches(*[None if b is None else type(caches.k)(records=b) for b in before])
+    eager = layer(qkv, step, eager_caches)
+    assert torch.equal(captured.view(torch.int16), eager.view(torch.int16)), "replayed output != eager output"
+    for c, e in zip((caches.k, caches.v, caches.index_k), (eager_caches.k, eager_caches.v, eager_caches.index_k)):
+        if c is not None:
+            assert torch.equal(c.records, e.records), "replayed cache writes != eager cache writes"
