@@ -130,6 +130,7 @@ class SparseMXFP4Attention:
         expect(not missing, "weights", f"a dict with {names}", f"missing {missing}")
         self.config, self.weights, self.backend = config, weights, backend
         self._cos_sin: dict[torch.device, torch.Tensor] = {} if rope_tables is None else rope_tables
+        self._weights_by_device: dict[torch.device, dict[str, torch.Tensor]] = {}
 
     def cos_sin_cache(self, device) -> torch.Tensor:
         device = torch.device(device)
@@ -137,6 +138,13 @@ class SparseMXFP4Attention:
             c = self.config
             self._cos_sin[device] = rope_cos_sin(c.max_position, c.rotary_dim, c.rope_theta).to(device)
         return self._cos_sin[device]
+
+    def weights_on(self, device) -> dict[str, torch.Tensor]:
+        """The norm weights on ``device`` (moved once and kept: the layer may be given CPU weights)."""
+        device = torch.device(device)
+        if device not in self._weights_by_device:
+            self._weights_by_device[device] = {name: w.to(device) for name, w in self.weights.items()}
+        return self._weights_by_device[device]
 
     def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, check: bool = True):
         """Sparse tables [T * nkv, topk] and context lengths [T * nkv] for the rows of ``meta``."""
@@ -162,7 +170,7 @@ class SparseMXFP4Attention:
                 check: bool = True):
         """``check=False`` skips the ops' validation, including their host-syncing value checks: for CUDA-graph
         capture of decode, with metadata the runner built itself."""
-        c, w = self.config, self.weights
+        c, w = self.config, self.weights_on(qkv.device)
         expect(qkv.shape[-1] == c.qkv_width, "qkv.shape[-1]", f"{c.qkv_width} for this layer's geometry",
                qkv.shape[-1])
         expect(c.sparse == (caches.index_k is not None), "caches.index_k",
