@@ -14,8 +14,7 @@ from run_bench import agrees_with_default, bench_dense  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
 
 CONFIGS = [DecodeConfig(), DecodeConfig(dot_scaled=False)] + [
-    DecodeConfig(block_n=bn, num_warps=w, dot_scaled=False, prefetch=True) for bn in (64, 128) for w in (4, 8)] + [
-    DecodeConfig(block_n=bn, num_warps=w, dot_scaled=False, nibble_planes=True) for bn in (64, 128) for w in (4, 8)]
+    DecodeConfig(block_n=bn, num_warps=w, dot_scaled=False, prefetch=True) for bn in (64, 128) for w in (4, 8)]
 
 
 def main():

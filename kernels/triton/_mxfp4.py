@@ -148,28 +148,6 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.con
 
 
 @triton.jit
-def load_planes(record_ptr, token, mask, OUT_BF16: tl.constexpr):
-    """Dequantize tokens of one record as two nibble planes, with no element interleave (no join / reshape).
-
-    record_ptr: uint8 pointer to the record start; token [N] int32 offsets in the page; mask [N] (False -> never
-    read, values 0). Returns (even [N, 64], odd [N, 64]): even[:, i] is element 2i (low nibble of byte i), odd[:, i]
-    element 2i + 1 (high nibble); byte i's e8m0 scale is the one of block i // 16. fp32, or bf16 (exact).
-    A dot over D is then ``x[:, 0::2] . even + x[:, 1::2] . odd``.
-    """
-    byte = tl.arange(0, 64)
-    codes = tl.load(record_ptr + token[:, None] * DATA_BYTES + byte[None, :], mask=mask[:, None], other=0)
-    scale_byte = tl.load(record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + (byte // 16)[None, :],
-                         mask=mask[:, None], other=0)  # 4 distinct bytes per token: L1 hits
-    scale = e8m0_value(scale_byte)
-    even = e2m1_unscaled(codes & 0xF) * scale
-    odd = e2m1_unscaled(codes >> 4) * scale
-    if OUT_BF16:
-        even = even.to(tl.bfloat16)
-        odd = odd.to(tl.bfloat16)
-    return even, odd
-
-
-@triton.jit
 def load_token_bytes(record_ptr, token, mask):
     """The raw bytes of tokens of one record: (codes [N, 4, 16] uint8, scales [N, 4] uint8); 0 where ~mask."""
     block = tl.arange(0, 4)

@@ -21,8 +21,8 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_planes, load_token_bytes, \
-    load_tokens, mma_bf16, mma_operand, qk_tile, to_bf16_rne
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
+    mma_operand, qk_tile, to_bf16_rne
 
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
 LOG2E = 1.4426950408889634
@@ -34,7 +34,7 @@ def _pa_decode_kernel(
     part_out_ptr, part_lse_ptr,
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
-    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr, PREFETCH: tl.constexpr, NIBBLE_PLANES: tl.constexpr,
+    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     tl.static_assert(128 % BLOCK_N == 0)  # tiles never straddle a page (PAGE_SIZE = 128)
     row = tl.program_id(0).to(tl.int64)
@@ -61,37 +61,7 @@ def _pa_decode_kernel(
     TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N
     tile_begin = page_begin * TILES_PER_PAGE
     tile_end = page_end * TILES_PER_PAGE
-    if NIBBLE_PLANES:
-        # D split into its even / odd elements (the low / high nibbles of each byte): Q.K^T and P.V as two dots of
-        # K = 64 each, so the decoded tiles never need the element interleave (tl.join + reshape) of the other paths
-        half = tl.arange(0, HEAD_DIM // 2)
-        q_rows = q_ptr + (row * group + head[:, None]) * HEAD_DIM
-        q_even = tl.load(q_rows + 2 * half[None, :], mask=head_ok[:, None], other=0.0)
-        q_odd = tl.load(q_rows + 2 * half[None, :] + 1, mask=head_ok[:, None], other=0.0)
-        q_even = mma_operand(q_even.to(tl.float32), MMA_BF16)
-        q_odd = mma_operand(q_odd.to(tl.float32), MMA_BF16)
-        acc_even = tl.zeros([BLOCK_H, HEAD_DIM // 2], tl.float32)
-        acc_odd = tl.zeros([BLOCK_H, HEAD_DIM // 2], tl.float32)
-        for tile in range(tile_begin, tile_end):
-            page_index = tile // TILES_PER_PAGE
-            page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
-            offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile
-            valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
-            k_even, k_odd = load_planes(k_ptr + page * RECORD_BYTES, offset, valid, MMA_BF16)
-            logits = tl.dot(q_even, tl.trans(mma_operand(k_even, MMA_BF16)))
-            logits += tl.dot(q_odd, tl.trans(mma_operand(k_odd, MMA_BF16)))
-            logits = tl.where(valid[None, :], logits * scale, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(logits - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v_even, v_odd = load_planes(v_ptr + page * RECORD_BYTES, offset, valid, MMA_BF16)  # 0 if invalid
-            p = mma_operand(p, MMA_BF16)
-            acc_even = acc_even * alpha[:, None] + tl.dot(p, mma_operand(v_even, MMA_BF16))
-            acc_odd = acc_odd * alpha[:, None] + tl.dot(p, mma_operand(v_odd, MMA_BF16))
-            m_i = m_new
-        acc = tl.reshape(tl.join(acc_even, acc_odd), (BLOCK_H, HEAD_DIM))  # once per program, not per tile
-    elif PREFETCH:
+    if PREFETCH:
         # the raw bytes of tile t + 1 are loaded before tile t is decoded, so one tile of loads is always in flight
         # while the ALUs decode (Triton's pipeliner does not do this for loads that feed elementwise code)
         page = tl.load(tables_ptr + row * table_stride + page_begin, mask=tile_begin < tile_end, other=0).to(tl.int64)
@@ -189,9 +159,6 @@ class DecodeConfig:
     prefetch: bool = False  # load tile t+1's bytes before decoding tile t (hand decode; dot_scaled ignored);
     # correct on the H200 (tests/gpu) but no faster there: 0.74 / 0.82 TB/s vs 0.73 / 0.88 (sweep_decode, run 13)
     decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
-    nibble_planes: bool = False  # even/odd nibble planes, two K=64 dots, no per-tile interleave (hand decode;
-    # dot_scaled / prefetch ignored). Correct under the interpreter (tests/test_triton_ops.py); NOT yet timed on a
-    # GPU: a candidate for the next H200 sweep (evals/bench/sweep_decode.py lists it)
 
 
 @functools.cache
@@ -285,7 +252,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
         DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=cfg.decode,
-        PREFETCH=cfg.prefetch, NIBBLE_PLANES=cfg.nibble_planes,
+        PREFETCH=cfg.prefetch,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     if split:
