@@ -1,0 +1,126 @@
+"""Static instruction counts of the Triton pa_decode variants for sm_90, compiled on a machine without a GPU.
+
+Triton compiles for a named target with the ptxas and cuobjdump it ships, so the instruction mix of each
+``DecodeConfig`` can be read before spending device time. Pointer arguments get the 16-byte divisibility that
+Triton's launcher specialises on at run time (without it every record byte would be a separate ``LDG.U8``).
+
+    python3 evals/bench/sass_counts.py            # table of the decode loop per variant
+    python3 evals/bench/sass_counts.py --dump DIR # also write each variant's SASS
+
+The main loop is the largest span closed by a backward branch; one trip decodes ``block_n`` tokens of K and V
+(``block_n * 256`` elements) with ``num_warps * 32`` threads, so instructions per element =
+loop instructions / (block_n * 256 / threads). It is a count, not a time: issue rate, latency and memory are not
+modelled (docs/triton.md turns it into an issue-rate bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU target, not the interpreter
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+decode = importlib.import_module("atom_mxfp4.kernels.triton.pa_decode")
+
+SIGNATURE = {
+    "out_ptr": "*bf16", "q_ptr": "*bf16", "k_ptr": "*u8", "v_ptr": "*u8", "tables_ptr": "*i32",
+    "context_lens_ptr": "*i32", "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32",
+    "table_stride": "i32", "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
+    "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "BLOCK_N": "constexpr", "MMA_BF16": "constexpr",
+    "DOT_SCALED": "constexpr", "DECODE": "constexpr", "PREFETCH": "constexpr",
+}
+SHOWN = ("HMMA", "LDGSTS", "LDG", "LDS", "STS", "BAR", "PRMT", "LOP3", "SHF", "IMAD", "FMUL", "HMUL2", "HADD2", "F2FP")
+VARIANTS = {
+    "default (dot_scaled QK)": decode.DecodeConfig(),
+    "hand decode": decode.DecodeConfig(dot_scaled=False),
+    "hand decode + prefetch": decode.DecodeConfig(dot_scaled=False, prefetch=True),
+    "ablation: no decode": decode.DecodeConfig(dot_scaled=False, decode=False),
+}
+
+
+@dataclass
+class LoopCounts:
+    instructions: int
+    ops: collections.Counter
+    shared_bytes: int
+    elements_per_thread: int
+
+    @property
+    def per_element(self) -> float:
+        return self.instructions / self.elements_per_thread
+
+
+def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str, int]:
+    constants = {"HAS_QUERY_SCALE": False, "SPLIT": split, "BLOCK_N": config.block_n, "MMA_BF16": True,
+                 "DOT_SCALED": config.dot_scaled, "DECODE": config.decode, "PREFETCH": config.prefetch}
+    pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    kernel = triton.compile(ASTSource(decode._pa_decode_kernel, SIGNATURE, constants, attrs),
+                            target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "kernel.cubin"
+        cubin.write_bytes(kernel.asm["cubin"])
+        sass = subprocess.run([str(cuobjdump), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return sass, kernel.metadata.shared
+
+
+def main_loop(sass: str) -> list[str]:
+    """Instructions of the largest span closed by a backward branch."""
+    instructions = [(int(m.group(1), 16), m.group(2).strip())
+                    for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    best = None
+    for address, text in instructions:
+        branch = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
+        if branch and int(branch.group(1), 16) < address:
+            span = (int(branch.group(1), 16), address)
+            if best is None or span[1] - span[0] > best[1] - best[0]:
+                best = span
+    if best is None:
+        raise RuntimeError("no backward branch found in the SASS")
+    return [text for address, text in instructions if best[0] <= address <= best[1]]
+
+
+def loop_counts(config: decode.DecodeConfig) -> tuple[LoopCounts, str]:
+    sass, shared = compile_sass(config)
+    body = main_loop(sass)
+    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] for text in body)
+    elements = config.block_n * 256 // (config.num_warps * 32)  # K and V, 128 dims each, per thread per trip
+    return LoopCounts(len(body), ops, shared, elements), sass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dump", type=Path, help="write each variant's SASS into this folder")
+    args = parser.parse_args()
+    print(f"triton {triton.__version__}, target sm_90\n")
+    print("| variant | loop instructions / thread | elements / thread | instructions / element | shared B | "
+          + " | ".join(SHOWN) + " |")
+    print("|---|---:|---:|---:|---:|" + "---:|" * len(SHOWN))
+    for name, config in VARIANTS.items():
+        try:
+            counts, sass = loop_counts(config)
+        except Exception as error:  # a variant that does not compile is reported, not hidden
+            print(f"| {name} | failed: {type(error).__name__}: {str(error)[:80]} |")
+            continue
+        if args.dump:
+            args.dump.mkdir(parents=True, exist_ok=True)
+            (args.dump / (re.sub(r"\W+", "_", name).strip("_") + ".sass")).write_text(sass)
+        print(f"| {name} | {counts.instructions} | {counts.elements_per_thread} | {counts.per_element:.1f} | "
+              f"{counts.shared_bytes} | " + " | ".join(str(counts.ops.get(op, 0)) for op in SHOWN) + " |")
+
+
+if __name__ == "__main__":
+    main()
