@@ -17,10 +17,16 @@ from .cache import HEAD_DIM, PAGE_SIZE
 INIT_SCORE, LOCAL_SCORE = 1e30, 1e29
 
 
+def rope_angles(positions: torch.Tensor, rotary_dim: int, theta: float) -> torch.Tensor:
+    """NeoX RoPE angles [T, rotary_dim / 2] in fp64: ``position * theta ** (-2i / rotary_dim)``."""
+    inv_freq = 1.0 / theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64, device=positions.device)
+                               / rotary_dim)
+    return positions.double()[:, None] * inv_freq[None, :]
+
+
 def rope_cos_sin(max_position: int, rotary_dim: int, theta: float, dtype=torch.float32) -> torch.Tensor:
     """NeoX RoPE table [max_position, rotary_dim] = [cos(rotary_dim/2) | sin(rotary_dim/2)], computed in fp64."""
-    inv_freq = 1.0 / theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim)
-    angles = torch.arange(max_position, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    angles = rope_angles(torch.arange(max_position), rotary_dim, theta)
     return torch.cat((angles.cos(), angles.sin()), dim=-1).to(dtype)
 
 
@@ -36,8 +42,7 @@ def _norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 def _rope(x: torch.Tensor, positions: torch.Tensor, rotary_dim: int, theta: float) -> torch.Tensor:
     half = rotary_dim // 2
-    inv_freq = 1.0 / theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64, device=x.device) / rotary_dim)
-    angle = positions.double()[:, None] * inv_freq[None, :]
+    angle = rope_angles(positions, rotary_dim, theta)
     cos, sin = angle.cos()[:, None, :], angle.sin()[:, None, :]
     x1, x2 = x[..., :half], x[..., half:rotary_dim]
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin, x[..., rotary_dim:]), dim=-1)
@@ -69,12 +74,12 @@ def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: 
     positions = torch.arange(n)
     w = {key: value.double().cpu() for key, value in weights.items()}
 
-    def prep(heads, weight):
-        return _rope(_norm(heads, w[weight], config.eps), positions, config.rotary_dim, config.rope_theta)
+    def prep(heads, weight, at=positions):
+        """QK-norm + RoPE of head rows [len(at), H, D] at positions ``at``."""
+        return _rope(_norm(heads, w[weight], config.eps), at, config.rotary_dim, config.rope_theta)
 
     keep = kv_round or (lambda t: t)
-    q = _rope(_norm(x[query_positions, :nq], w["q_norm"], config.eps), query_positions, config.rotary_dim,
-              config.rope_theta)  # [Tq, nq, D]: only the queried rows
+    q = prep(x[query_positions, :nq], "q_norm", query_positions)  # [Tq, nq, D]: only the queried rows
     k = keep(prep(x[:, nq : nq + nkv], "k_norm"))  # [N, nkv, D]
     v = keep(x[:, nq + nkv : nq + 2 * nkv])
     scale = config.softmax_scale
@@ -84,8 +89,7 @@ def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: 
     selected = None
     if config.sparse:
         base = nq + 2 * nkv
-        idx_q = _rope(_norm(x[query_positions, base : base + niq], w["idx_q_norm"], config.eps), query_positions,
-                      config.rotary_dim, config.rope_theta)  # [Tq, niq, D]
+        idx_q = prep(x[query_positions, base : base + niq], "idx_q_norm", query_positions)  # [Tq, niq, D]
         idx_k = keep(prep(x[:, base + niq : base + niq + 1], "idx_k_norm"))[:, 0]  # [N, D]
         block_scores = torch.einsum("rhd,td->hrt", idx_q, idx_k).masked_fill(~allowed[None], float("-inf"))
         nblocks = -(-n // PAGE_SIZE)
