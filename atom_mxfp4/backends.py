@@ -89,6 +89,7 @@ _warned: set[int] = set()
 
 @functools.cache
 def _resolve(name: str | None, device_type: str, device_index: int | None, interpret: bool):
+    # ``interpret`` (TRITON_INTERPRET=1) is only part of the cache key: it changes what Triton can run on
     device = torch.device(device_type, device_index) if device_index is not None else torch.device(device_type)
     if name is not None:
         _check_explicit(name, device)

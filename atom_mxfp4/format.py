@@ -121,12 +121,6 @@ def quantize_mxfp4(x: torch.Tensor, mode: ScaleMode = ScaleMode.CEIL) -> tuple[t
     return data.contiguous(), e.to(torch.uint8).contiguous()
 
 
-def unpack_codes(data: torch.Tensor) -> torch.Tensor:
-    """data uint8 [..., D // 2] -> codes uint8 [..., D] (low nibble first)."""
-    codes = torch.stack((data & 0xF, data >> 4), dim=-1)
-    return codes.reshape(*data.shape[:-1], data.shape[-1] * 2)
-
-
 def dequantize_mxfp4(data: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """(data uint8 [..., D // 2], scale uint8 [..., D // 32]) -> values [..., D] in ``dtype``."""
     expect_dtype(data, "data", (torch.uint8,))
