@@ -1,0 +1,51 @@
+"""One dense pa_decode launch per DecodeConfig variant, for Nsight Compute (run by scripts/h200.sh when ncu exists).
+
+    ncu --clock-control none -k regex:_pa_decode_kernel --section SpeedOfLight ... python3 -P profile_decode.py
+
+Each variant is launched twice (the first compiles and warms up; ncu's ``--launch-skip`` is not needed because
+compilation launches nothing). Prints the variant order so the report's launches can be matched to the names.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from run_bench import DEV, random_records  # noqa: E402
+
+import atom_mxfp4.kernels.triton as tb  # noqa: E402
+from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
+
+VARIANTS = {
+    "default": DecodeConfig(),
+    "hand-decode": DecodeConfig(dot_scaled=False),
+    "ptx-decode": DecodeConfig(dot_scaled=False, asm=True),
+    "ablation-no-decode": DecodeConfig(dot_scaled=False, decode=False),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=512)
+    parser.add_argument("--context", type=int, default=8192)
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    args = parser.parse_args()
+    width = args.context // 128
+    torch.manual_seed(0)
+    q = torch.randn(args.rows, 16, 128, device=DEV).bfloat16()
+    lens = torch.full((args.rows,), args.context, dtype=torch.int32, device=DEV)
+    out = torch.empty(args.rows, 16, 128, dtype=torch.bfloat16, device=DEV)
+    k, v = random_records(args.rows * width), random_records(args.rows * width)
+    tables = torch.randperm(args.rows * width, device=DEV).int().view(args.rows, width).contiguous()
+    for name in args.variants:
+        plan = tb.make_plan(args.rows, width, 16, DEV, config=VARIANTS[name])
+        for launch in range(2):
+            tb.pa_decode(out, q, k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
+            torch.cuda.synchronize()
+            print(f"launch {name} #{launch} rows={args.rows} ctx={args.context} splits={plan.num_splits}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
