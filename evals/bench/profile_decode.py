@@ -19,10 +19,10 @@ import atom_mxfp4.kernels.triton as tb  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
 
 VARIANTS = {
-    "default": DecodeConfig(),
-    "hand-decode": DecodeConfig(dot_scaled=False),
-    "ptx-decode": DecodeConfig(dot_scaled=False, asm=True),
-    "ablation-no-decode": DecodeConfig(dot_scaled=False, decode=False),
+    "ptx-decode": DecodeConfig(),  # the default
+    "previous-default": DecodeConfig(dot_scaled=True, asm=False),  # tl.dot_scaled Q.K^T + Triton-decoded V
+    "triton-decode": DecodeConfig(asm=False),
+    "ablation-no-decode": DecodeConfig(asm=False, decode=False),
 }
 
 

@@ -272,12 +272,14 @@ def sweep(log):
     the best config that compiles becomes the default for the benchmarks that follow (and is reported)."""
     pd = sys.modules["atom_mxfp4.kernels.triton.pa_decode"]
     res, best, best_score = [], None, -1.0
-    grid = [(ds, bn, w, True, False) for ds in (True, False) for bn in (64, 128) for w in (4, 8)]
-    grid += [(False, bn, w, True, True) for bn in (64, 128) for w in (4, 8)]  # prefetch of the next tile's bytes
-    grid += [(False, 128, 4, False, False)]  # ablation: no MXFP4 arithmetic (timing only)
-    for dot_scaled, block_n, warps, decode, prefetch in grid:
-        cfg = DecodeConfig(block_n=block_n, num_warps=warps, num_stages=2, dot_scaled=dot_scaled, decode=decode,
-                           prefetch=prefetch)
+    # the grid of the 2026-12-02 afternoon run (earlier grids and their numbers: docs/triton.md)
+    grid = [DecodeConfig(), DecodeConfig(num_stages=1), DecodeConfig(num_stages=1, maxnreg=128),
+            DecodeConfig(dot_scaled=True)]  # PTX decode: 2 / 1 stages, a register cap; PTX V + dot_scaled Q.K^T
+    grid += [DecodeConfig(dot_scaled=True, asm=False)]  # the default before the PTX decode
+    grid += [DecodeConfig(asm=False, decode=False)]  # ablation: no MXFP4 arithmetic (timing only)
+    for cfg in grid:
+        dot_scaled, block_n, warps, decode, prefetch = cfg.dot_scaled, cfg.block_n, cfg.num_warps, cfg.decode, \
+            cfg.prefetch
         try:
             if decode and not agrees_with_default(cfg):
                 log(f"sweep {cfg}: output differs from the default config: not eligible")
@@ -288,9 +290,10 @@ def sweep(log):
             log(f"sweep {cfg}: {type(error).__name__}: {str(error)[:200]}")
             continue
         for x in r:
-            x.update(block_n=block_n, warps=warps, dot_scaled=dot_scaled, decode=decode, prefetch=prefetch)
+            x.update(block_n=block_n, warps=warps, dot_scaled=dot_scaled, decode=decode, prefetch=prefetch, asm=cfg.asm)
             tag = "" if decode else "ABLATION no-decode "
-            log(f"sweep dense {tag}ds={dot_scaled} pf={prefetch} bn={block_n} w={warps} rows={x['rows']} ctx={x['context']}: "
+            log(f"sweep dense {tag}ds={dot_scaled} pf={prefetch} asm={cfg.asm} bn={block_n} w={warps} rows={x['rows']} "
+                f"ctx={x['context']}: "
                 f"{x['TBs']:.3f} TB/s")
         res += r
         score = sum(x["TBs"] for x in r)

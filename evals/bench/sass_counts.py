@@ -42,10 +42,13 @@ SIGNATURE = {
 }
 SHOWN = ("HMMA", "LDGSTS", "LDG", "LDS", "STS", "BAR", "PRMT", "LOP3", "SHF", "IMAD", "FMUL", "HMUL2", "HADD2", "F2FP")
 VARIANTS = {
-    "default (dot_scaled QK)": decode.DecodeConfig(),
-    "hand decode": decode.DecodeConfig(dot_scaled=False),
-    "hand decode + prefetch": decode.DecodeConfig(dot_scaled=False, prefetch=True),
-    "ablation: no decode": decode.DecodeConfig(dot_scaled=False, decode=False),
+    "PTX decode (default)": decode.DecodeConfig(),
+    "PTX decode V, dot_scaled QK": decode.DecodeConfig(dot_scaled=True),
+    "dot_scaled QK + Triton-decoded V (default before 2026-12-02 14:30)": decode.DecodeConfig(dot_scaled=True,
+                                                                                              asm=False),
+    "Triton decode": decode.DecodeConfig(asm=False),
+    "Triton decode + prefetch": decode.DecodeConfig(asm=False, prefetch=True),
+    "ablation: no decode": decode.DecodeConfig(asm=False, decode=False),
 }
 
 
@@ -63,7 +66,7 @@ class LoopCounts:
 
 def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str, int]:
     constants = {"HAS_QUERY_SCALE": False, "SPLIT": split, "BLOCK_N": config.block_n, "MMA_BF16": True,
-                 "DOT_SCALED": config.dot_scaled, "DECODE": config.decode, "PREFETCH": config.prefetch}
+                 "DOT_SCALED": config.dot_scaled, "DECODE": decode.decode_mode(config, True), "PREFETCH": config.prefetch}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     kernel = triton.compile(ASTSource(decode._pa_decode_kernel, SIGNATURE, constants, attrs),

@@ -32,7 +32,7 @@ BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
 def _score_kernel(
     idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, scores_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
-    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr,
+    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr, DECODE: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -63,7 +63,7 @@ def _score_kernel(
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED, True)  # [BLOCK_H, N] fp32
+                    s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)  # [BLOCK_H, N] fp32
                     s = tl.where(visible[None, :], s, float("-inf"))
                     score = tl.maximum(score, tl.max(s, axis=1))
             tl.store(out_ptr + blk, score, mask=head_ok)
@@ -111,7 +111,10 @@ class IndexConfig:
     score_warps: int = 4
     select_warps: int = 4
     blocks_per_program: int | None = None  # None: the heuristic below
-    dot_scaled: bool = True  # tl.dot_scaled on the MXFP4 index-K (GPU only)
+    dot_scaled: bool = False  # tl.dot_scaled on the MXFP4 index-K (GPU only)
+    asm: bool = True  # when not dot_scaled: the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same
+    # exact bf16 values as the Triton decode, so the same scores and ids. H200, 32K context (docs/triton.md,
+    # sweep_decode --index): batch 256 517 -> 376 us (1.10 -> 1.52 TB/s) vs dot_scaled; batch 1 unchanged
 
 
 DEFAULT_CONFIG = IndexConfig()
@@ -160,6 +163,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         idx_q, index_k_cache, block_table, row_request, row_position, scores,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
         BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DOT_SCALED=cfg.dot_scaled and mma_bf16(),
+        DECODE=2 if cfg.asm and mma_bf16() else 1,
         num_warps=cfg.score_warps,
     )
     _select_kernel[(rows, heads)](

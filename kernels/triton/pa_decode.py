@@ -147,17 +147,20 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
 # ---- tuning -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeConfig:
-    # defaults = the config the H200 sweep of 2026-12-02 picked for the published numbers
-    # (docs/bench/2026-12-02-h200/bench.md): 128-token tiles, 4 warps, tl.dot_scaled for Q.K^T. Hand-decoded K
-    # measured within the run-to-run spread of it (0.69-0.70 / 0.88-0.89 TB/s vs 0.72-0.74 / 0.76-0.89 TB/s at
-    # 512 x 8192 / 4096 x 2048 in two runs); 8 warps and 64-token tiles were slower.
+    # defaults: 128-token tiles, 4 warps, K and V decoded by the PTX of _mxfp4.E2M1_BF16X2_ASM. H200 (docs/triton.md,
+    # sweep_decode --configs, one run): 1.30 / 1.34 TB/s at 512 x 8192 / 4096 x 2048 vs 0.85 / 0.88 for tl.dot_scaled
+    # Q.K^T + Triton-decoded V and 0.83 / 0.89 for the Triton decode of both; 8 warps (1.00 / 1.03) and 64-token
+    # tiles (1.10 / 1.16) were slower.
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 2
-    dot_scaled: bool = True  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
+    dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
     # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
-    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (hand decode; dot_scaled ignored);
+    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (Triton decode; dot_scaled, asm ignored);
     # correct on the H200 (tests/gpu) but no faster there: 0.74 / 0.82 TB/s vs 0.73 / 0.88 (sweep_decode, run 13)
+    asm: bool = True  # decode with the PTX of _mxfp4.E2M1_BF16X2_ASM (GPU only; the interpreter keeps the Triton
+    # decode): integer SIMD-in-register bit placement + two bf16x2 multiplies instead of per-element conversions
+    maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
     decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
@@ -176,12 +179,33 @@ def decode_config(num_rows: int, group: int) -> DecodeConfig:
     return DEFAULT_CONFIG
 
 
+PROGRAMS_PER_SM = 3  # decode programs resident per SM (Nsight Compute on the H200: 168 registers x 128 threads
+# and 58 KB of shared memory per program -> 3), the unit of a "wave" below
+WAVE_EFFICIENCY = 0.9  # the direct path splits until the last wave is at least this full (on average)
+
+
 def num_splits_for(num_rows: int, max_table_width: int, device: torch.device) -> int:
-    """Splits per row: enough programs for ~2 waves of the SMs when rows are few; 1 (direct path) when many."""
+    """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
+
+    Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs
+    fill their waves to WAVE_EFFICIENCY: 512 rows are 1.29 waves of 396 programs unsplit (the last wave 29% full,
+    Nsight Compute's tail warning), 3.9 waves at 3 splits. Measured on the H200 (docs/triton.md, sweep_decode
+    --splits): 512 x 8192 0.74 -> 0.85 TB/s, 512 x 16 pages 0.72 -> 0.80, 256 x 16 pages 0.69 -> 0.76; 4096 rows
+    stay unsplit (10.3 waves, 94% full).
+    """
     sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
-    if num_rows == 0 or num_rows >= sms:
+    if num_rows == 0:
         return 1
-    return max(1, min(max_table_width, triton.cdiv(2 * sms, num_rows), 64))
+    if num_rows < sms:
+        return max(1, min(max_table_width, triton.cdiv(2 * sms, num_rows), 64))
+    slots = PROGRAMS_PER_SM * sms
+
+    def filled(splits):  # mean fullness of the waves that num_rows * splits programs take
+        waves = num_rows * splits / slots
+        return waves / -(-waves // 1)
+
+    candidates = range(1, max(1, min(8, max_table_width)) + 1)
+    return next((s for s in candidates if filled(s) >= WAVE_EFFICIENCY), max(candidates, key=filled))
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
@@ -251,13 +275,18 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         plan.part_out if split else out, plan.part_lse if split else out,
         width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
-        DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=cfg.decode,
+        DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=decode_mode(cfg, mma_bf16()),
         PREFETCH=cfg.prefetch,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
     if split:
         _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, group, plan.num_splits, num_warps=4)
     return out
+
+
+def decode_mode(config: DecodeConfig, on_gpu: bool) -> int:
+    """The kernel's DECODE constexpr: 0 = ablation (no decode), 1 = Triton decode, 2 = PTX decode (GPU only)."""
+    return 0 if not config.decode else 2 if config.asm and on_gpu else 1
 
 
 def with_config(plan: DecodePlan, config: DecodeConfig) -> DecodePlan:
