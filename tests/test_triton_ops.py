@@ -205,18 +205,19 @@ def test_pa_decode_e4m3_query_scale_tensor():
     assert rel < ATTN_REL_TOL, f"relative error {rel:.2e}"
 
 
-@pytest.mark.parametrize("rows, width, splits", [
-    (512, 64, 3), (512, 16, 3), (256, 16, 3),  # 1.29 / 0.65 waves unsplit -> 3.9 / 1.9 waves, as measured best
-    (4096, 16, 1), (132, 16, 3),  # 10.3 waves (94% full) stay unsplit; 396 programs = exactly one wave
-    (64, 16, 5), (1, 16, 16), (1, 200, 64),  # few rows: ~2 waves of the SMs, at most 64, at most the width
-    (600, 2, 1),  # never more splits than pages
+@pytest.mark.parametrize("rows, width, per_sm, splits", [
+    (512, 64, 3, 3), (512, 16, 3, 3), (256, 16, 3, 3),  # 3 per SM: 1.29 / 0.65 waves unsplit -> 3.9 / 1.9 waves
+    (512, 64, 4, 1), (256, 16, 4, 2), (132, 16, 4, 4),  # 4 per SM (the default): 97% of a wave unsplit; 2; one wave
+    (4096, 16, 3, 1), (4096, 16, 4, 1),  # 10.3 / 7.8 waves: full enough unsplit
+    (64, 16, 4, 5), (1, 16, 4, 16), (1, 200, 4, 64),  # few rows: ~2 waves of the SMs, at most 64, at most the width
+    (600, 2, 3, 1),  # never more splits than pages
 ])
-def test_split_policy_fills_the_waves(monkeypatch, rows, width, splits):
+def test_split_policy_fills_the_waves(monkeypatch, rows, width, per_sm, splits):
     import importlib
     decode = importlib.import_module("atom_mxfp4.kernels.triton.pa_decode")
     monkeypatch.setattr(decode, "_num_sms", lambda index: 132)  # the H200 the policy was measured on
-    assert decode.num_splits_for(rows, width, torch.device("cuda", 0)) == splits
-    plan = decode.make_plan(rows, width, 16, "cpu")
+    assert decode.num_splits_for(rows, width, torch.device("cuda", 0), per_sm) == splits
+    plan = decode.make_plan(rows, width, 16, "cpu", config=decode.DecodeConfig(programs_per_sm=per_sm))
     assert plan.num_splits == -(-width // plan.pages_per_split) <= splits  # no split without pages
 
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run_bench import DEV, random_records  # noqa: E402
+from run_bench import DEV, PREVIOUS_DEFAULT, random_records  # noqa: E402
 
 import atom_mxfp4.kernels.triton as tb  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
 
 VARIANTS = {
     "ptx-decode": DecodeConfig(),  # the default
-    "previous-default": DecodeConfig(dot_scaled=True, asm=False),  # tl.dot_scaled Q.K^T + Triton-decoded V
+    "previous-default": PREVIOUS_DEFAULT,  # tl.dot_scaled Q.K^T + Triton-decoded V, 2 stages
     "triton-decode": DecodeConfig(asm=False),
     "ablation-no-decode": DecodeConfig(asm=False, decode=False),
 }

@@ -44,11 +44,12 @@ SHOWN = ("HMMA", "LDGSTS", "LDG", "LDS", "STS", "BAR", "PRMT", "LOP3", "SHF", "I
 VARIANTS = {
     "PTX decode (default)": decode.DecodeConfig(),
     "PTX decode V, dot_scaled QK": decode.DecodeConfig(dot_scaled=True),
-    "dot_scaled QK + Triton-decoded V (default before 2026-12-02 14:30)": decode.DecodeConfig(dot_scaled=True,
-                                                                                              asm=False),
-    "Triton decode": decode.DecodeConfig(asm=False),
-    "Triton decode + prefetch": decode.DecodeConfig(asm=False, prefetch=True),
-    "ablation: no decode": decode.DecodeConfig(asm=False, decode=False),
+    "PTX decode, 2 stages": decode.DecodeConfig(num_stages=2, maxnreg=None, programs_per_sm=3),
+    "dot_scaled QK + Triton-decoded V, 2 stages (default before the PTX decode)": decode.DecodeConfig(
+        dot_scaled=True, asm=False, num_stages=2, maxnreg=None, programs_per_sm=3),
+    "Triton decode, 2 stages": decode.DecodeConfig(asm=False, num_stages=2, maxnreg=None),
+    "Triton decode + prefetch, 2 stages": decode.DecodeConfig(asm=False, prefetch=True, num_stages=2, maxnreg=None),
+    "ablation: no decode, 2 stages": decode.DecodeConfig(asm=False, decode=False, num_stages=2, maxnreg=None),
 }
 
 
@@ -71,7 +72,8 @@ def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str,
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     kernel = triton.compile(ASTSource(decode._pa_decode_kernel, SIGNATURE, constants, attrs),
                             target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+                            options={"num_warps": config.num_warps, "num_stages": config.num_stages,
+                                     **({"maxnreg": config.maxnreg} if config.maxnreg else {})})
     cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "kernel.cubin"

@@ -16,13 +16,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import copy_bandwidth_tbs  # noqa: E402
-from run_bench import agrees_with_default, bench_dense, bench_indexer  # noqa: E402
+from run_bench import PREVIOUS_DEFAULT, agrees_with_default, bench_dense, bench_indexer  # noqa: E402
 
 from atom_mxfp4.kernels.triton.index_topk import IndexConfig  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
 
-CONFIGS = [DecodeConfig(dot_scaled=True, asm=False), DecodeConfig(asm=False), DecodeConfig(dot_scaled=True)] + [
-    DecodeConfig(block_n=bn, num_warps=w) for bn, w in ((128, 4), (64, 4), (128, 8))]
+CONFIGS = [PREVIOUS_DEFAULT, DecodeConfig(asm=False), DecodeConfig(dot_scaled=True)] + [
+    DecodeConfig(block_n=bn, num_warps=w, num_stages=s, maxnreg=m) for bn, w, s, m in
+    ((128, 4, 1, 128), (128, 4, 2, None), (64, 4, 1, 128), (128, 8, 1, None))]
 INDEX_CONFIGS = [IndexConfig(dot_scaled=True, asm=False), IndexConfig(asm=False), IndexConfig()]
 # (rows, context, split counts): the two dense targets, then the sparse attend's shape (16 pages per row)
 SPLIT_GRID = [(512, 8192, (1, 2, 3, 4, 6, 8)), (4096, 2048, (1, 2)),
@@ -45,8 +46,8 @@ def sweep_configs(log):
 
 # occupancy: the PTX-decode kernel at 2 stages holds 58 KB of shared memory and 136 registers (3 programs per SM);
 # 1 stage drops the cp.async buffers (40 KB) and, at <= 128 registers, fits 4 programs per SM
-OCCUPANCY_CONFIGS = [DecodeConfig(), DecodeConfig(num_stages=1), DecodeConfig(num_stages=1, maxnreg=128),
-                     DecodeConfig(maxnreg=128)]
+OCCUPANCY_CONFIGS = [DecodeConfig(num_stages=s, maxnreg=m, programs_per_sm=p)
+                     for s, m, p in ((2, None, 3), (1, None, 4), (1, 128, 4), (2, 128, 3))]
 OCCUPANCY_GRID = [(512, 8192, (1, 2, 3)), (4096, 2048, (1,)), (512, 2048, (1, 2, 3)), (256, 2048, (1, 2, 3)),
                   (64, 2048, (4,))]
 

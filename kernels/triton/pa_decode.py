@@ -147,20 +147,23 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
 # ---- tuning -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeConfig:
-    # defaults: 128-token tiles, 4 warps, K and V decoded by the PTX of _mxfp4.E2M1_BF16X2_ASM. H200 (docs/triton.md,
-    # sweep_decode --configs, one run): 1.30 / 1.34 TB/s at 512 x 8192 / 4096 x 2048 vs 0.85 / 0.88 for tl.dot_scaled
-    # Q.K^T + Triton-decoded V and 0.83 / 0.89 for the Triton decode of both; 8 warps (1.00 / 1.03) and 64-token
-    # tiles (1.10 / 1.16) were slower.
+    # defaults = the config of the published H200 numbers (docs/bench/2026-12-02-h200-ptx/): 128-token tiles, 4 warps,
+    # K and V decoded by the PTX of _mxfp4.E2M1_BF16X2_ASM, 1 stage, <= 128 registers (40 KB shared: 4 programs per
+    # SM). In that run's sweep: 1.31 / 1.37 TB/s at 512 x 8192 / 4096 x 2048; 2 stages 1.31 / 1.33 and 1 stage
+    # without the cap 1.33 / 1.34 (the same within the spread); tl.dot_scaled Q.K^T + Triton-decoded V (the default
+    # before) 0.85 / 0.88. An earlier run: 8 warps 1.00 / 1.03, 64-token tiles 1.10 / 1.16.
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
-    num_stages: int = 2
+    num_stages: int = 1
     dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
     # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
     prefetch: bool = False  # load tile t+1's bytes before decoding tile t (Triton decode; dot_scaled, asm ignored);
     # correct on the H200 (tests/gpu) but no faster there: 0.74 / 0.82 TB/s vs 0.73 / 0.88 (sweep_decode, run 13)
     asm: bool = True  # decode with the PTX of _mxfp4.E2M1_BF16X2_ASM (GPU only; the interpreter keeps the Triton
     # decode): integer SIMD-in-register bit placement + two bf16x2 multiplies instead of per-element conversions
-    maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
+    maxnreg: int | None = 128  # register cap per thread (None: the compiler's choice)
+    programs_per_sm: int = 4  # how many programs of this config an H200 SM holds (Nsight Compute: 4 for the default,
+    # 121 registers and 40 KB shared; 3 for the 2-stage kernels, 58 KB): the unit of a wave for the split policy
     decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
@@ -179,26 +182,25 @@ def decode_config(num_rows: int, group: int) -> DecodeConfig:
     return DEFAULT_CONFIG
 
 
-PROGRAMS_PER_SM = 3  # decode programs resident per SM (Nsight Compute on the H200: 168 registers x 128 threads
-# and 58 KB of shared memory per program -> 3), the unit of a "wave" below
 WAVE_EFFICIENCY = 0.9  # the direct path splits until the last wave is at least this full (on average)
 
 
-def num_splits_for(num_rows: int, max_table_width: int, device: torch.device) -> int:
+def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int = 4) -> int:
     """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
 
     Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs
-    fill their waves to WAVE_EFFICIENCY: 512 rows are 1.29 waves of 396 programs unsplit (the last wave 29% full,
-    Nsight Compute's tail warning), 3.9 waves at 3 splits. Measured on the H200 (docs/triton.md, sweep_decode
-    --splits): 512 x 8192 0.74 -> 0.85 TB/s, 512 x 16 pages 0.72 -> 0.80, 256 x 16 pages 0.69 -> 0.76; 4096 rows
-    stay unsplit (10.3 waves, 94% full).
+    fill their waves (``programs_per_sm`` x SMs programs each) to WAVE_EFFICIENCY. H200 measurements (docs/triton.md,
+    sweep_decode --splits / --occupancy): at 3 programs per SM, 512 rows are 1.29 waves unsplit (Nsight Compute's
+    tail warning) and 3 splits lifted 512 x 8192 from 0.74 to 0.85 TB/s; at 4 per SM (the default config) 512 rows
+    fill 97% of one wave and stay unsplit (1.32 TB/s vs 1.31 at 3 splits), 256 rows take 2 splits (1.16 vs 0.93
+    unsplit), 4096 rows stay unsplit.
     """
     sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
     if num_rows == 0:
         return 1
     if num_rows < sms:
         return max(1, min(max_table_width, triton.cdiv(2 * sms, num_rows), 64))
-    slots = PROGRAMS_PER_SM * sms
+    slots = programs_per_sm * sms
 
     def filled(splits):  # mean fullness of the waves that num_rows * splits programs take
         waves = num_rows * splits / slots
@@ -227,7 +229,9 @@ class DecodePlan:
 
 def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None):
     device = torch.device(device)
-    splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device)
+    config = config or decode_config(num_rows, group)
+    splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device,
+                                                                      config.programs_per_sm)
     splits = max(1, min(splits, max_table_width))
     pages_per_split = triton.cdiv(max_table_width, splits)
     splits = triton.cdiv(max_table_width, pages_per_split)  # no split without pages
@@ -235,8 +239,7 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     if splits > 1:
         part_out = torch.empty(num_rows, splits, int(BLOCK_H), int(HEAD_DIM), dtype=torch.float32, device=device)
         part_lse = torch.empty(num_rows, splits, int(BLOCK_H), dtype=torch.float32, device=device)
-    return DecodePlan(num_rows, max_table_width, group, splits, pages_per_split, part_out, part_lse,
-                      config or decode_config(num_rows, group))
+    return DecodePlan(num_rows, max_table_width, group, splits, pages_per_split, part_out, part_lse, config)
 
 
 # ---- launcher ---------------------------------------------------------------------------------------------------
