@@ -129,10 +129,9 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.con
     bf16 with no e2m1/e8m0 arithmetic, to measure what the decode costs (evals/bench --sweep).
     """
     block = tl.arange(0, 4)
-    byte = tl.arange(0, DATA_BYTES)
-    # one [N, 64] load (a token's 64 bytes contiguous across lanes), then viewed as [N, 4 blocks, 16 bytes]
-    data = tl.load(record_ptr + token[:, None] * DATA_BYTES + byte[None, :], mask=mask[:, None], other=0)
-    data = tl.reshape(data, (BLOCK_N, 4, 16))  # [N, 4, 16] uint8
+    byte = tl.arange(0, 16)
+    data_ptr = record_ptr + token[:, None, None] * DATA_BYTES + block[None, :, None] * 16 + byte[None, None, :]
+    data = tl.load(data_ptr, mask=mask[:, None, None], other=0)  # [N, 4, 16] uint8
     scale_ptr = record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + block[None, :]
     scale_byte = tl.load(scale_ptr, mask=mask[:, None], other=0)  # [N, 4] uint8
     scale = e8m0_value(scale_byte)  # fp32
