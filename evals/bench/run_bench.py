@@ -284,10 +284,8 @@ def sweep(log):
     grid += [PREVIOUS_DEFAULT]
     grid += [DecodeConfig(asm=False, decode=False)]  # ablation: no MXFP4 arithmetic (timing only)
     for cfg in grid:
-        dot_scaled, block_n, warps, decode, prefetch = cfg.dot_scaled, cfg.block_n, cfg.num_warps, cfg.decode, \
-            cfg.prefetch
         try:
-            if decode and not agrees_with_default(cfg):
+            if cfg.decode and not agrees_with_default(cfg):
                 log(f"sweep {cfg}: output differs from the default config: not eligible")
                 continue
             r = bench_dense([512], [8192], lambda *_: None, config=cfg)
@@ -296,16 +294,15 @@ def sweep(log):
             log(f"sweep {cfg}: {type(error).__name__}: {str(error)[:200]}")
             continue
         for x in r:
-            x.update(block_n=block_n, warps=warps, dot_scaled=dot_scaled, decode=decode, prefetch=prefetch, asm=cfg.asm,
-                     config=str(cfg))
-            tag = "" if decode else "ABLATION no-decode "
-            log(f"sweep dense {tag}ds={dot_scaled} pf={prefetch} asm={cfg.asm} stages={cfg.num_stages} "
-                f"maxnreg={cfg.maxnreg} bn={block_n} w={warps} rows={x['rows']} "
-                f"ctx={x['context']}: "
+            x.update(block_n=cfg.block_n, warps=cfg.num_warps, dot_scaled=cfg.dot_scaled, decode=cfg.decode,
+                     prefetch=cfg.prefetch, asm=cfg.asm, config=str(cfg))
+            tag = "" if cfg.decode else "ABLATION no-decode "
+            log(f"sweep dense {tag}ds={cfg.dot_scaled} pf={cfg.prefetch} asm={cfg.asm} stages={cfg.num_stages} "
+                f"maxnreg={cfg.maxnreg} bn={cfg.block_n} w={cfg.num_warps} rows={x['rows']} ctx={x['context']}: "
                 f"{x['TBs']:.3f} TB/s")
         res += r
         score = sum(x["TBs"] for x in r)
-        if decode and score > best_score:
+        if cfg.decode and score > best_score:
             best, best_score = cfg, score
     default_score = sum(x["TBs"] for x in res if x["config"] == str(pd.DEFAULT_CONFIG))
     if best is not None and best != pd.DEFAULT_CONFIG and best_score > SWEEP_MARGIN * default_score:

@@ -11,7 +11,6 @@ use (dense targets, and rows x 16 pages = the sparse attend's shape at batch = r
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -75,7 +74,7 @@ def sweep_index(log):
 def sweep_splits(log):
     for rows, ctx, split_counts in SPLIT_GRID:
         for block_n in (64, 128):
-            cfg = replace(DecodeConfig(), block_n=block_n)
+            cfg = DecodeConfig(block_n=block_n)
             for splits in split_counts:
                 (r,) = bench_dense([rows], [ctx], lambda *_: None, config=cfg, num_splits=splits)
                 log(dict(rows=rows, context=ctx, block_n=block_n, splits=r["splits"], us=r["ms"] * 1e3,

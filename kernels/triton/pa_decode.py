@@ -185,7 +185,7 @@ def decode_config(num_rows: int, group: int) -> DecodeConfig:
 WAVE_EFFICIENCY = 0.9  # the direct path splits until the last wave is at least this full (on average)
 
 
-def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int = 4) -> int:
+def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int) -> int:
     """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
 
     Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs
