@@ -1,6 +1,8 @@
-"""One dense pa_decode launch per DecodeConfig variant, for Nsight Compute (run by scripts/h200.sh when ncu exists).
+"""Dense pa_decode launches per DecodeConfig variant, to run under Nsight Compute on the H200 (by hand; the
+reports of 2026-12-02 are in docs/bench/2026-12-02-h200-ptx/ncu/):
 
-    ncu --clock-control none -k regex:_pa_decode_kernel --section SpeedOfLight ... python3 -P profile_decode.py
+    ncu --clock-control none -k regex:_pa_decode_kernel --set full --page details \
+        python3 -P evals/bench/profile_decode.py --variants ptx-decode previous-default
 
 Each variant is launched twice (the first compiles and warms up; ncu's ``--launch-skip`` is not needed because
 compilation launches nothing). Prints the variant order so the report's launches can be matched to the names.

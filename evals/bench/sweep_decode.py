@@ -1,11 +1,12 @@
 """Time pa_decode configs and split counts next to the copy bandwidth (H200 tuning runs; docs/triton.md).
 
-    python3 -P evals/bench/sweep_decode.py [--configs] [--splits] [--json FILE]
+    python3 -P evals/bench/sweep_decode.py [--configs] [--index] [--splits] [--occupancy] [--json FILE]
 
-``--index``: IndexConfig variants at 32K context. ``--configs``: each DecodeConfig at the two target shapes (512 x 8192, 4096 x 2048), its output first checked
-against the default config's on random data. ``--splits``: split counts x tile sizes on the shapes the benchmarks
-use (dense targets, and rows x 16 pages = the sparse attend's shape at batch = rows), to set the split policy of
-``num_splits_for``. Prints one line per measurement.
+``--configs``: each DecodeConfig of CONFIGS at the two target shapes (512 x 8192, 4096 x 2048), its output first
+checked against the default config's on random data. ``--index``: IndexConfig variants at 32K context.
+``--splits``: split counts x tile sizes on the shapes the benchmarks use (dense targets, and rows x 16 pages = the
+sparse attend's shape at batch = rows), to set the split policy of ``num_splits_for``. ``--occupancy``: stages x
+register cap x split counts for the PTX-decode kernel. Prints one line per measurement.
 """
 
 import argparse
