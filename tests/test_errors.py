@@ -27,6 +27,16 @@ def rec(pages=2, heads=1, size=8704, dtype=torch.uint8):
     return torch.zeros(pages, heads, size, dtype=dtype)
 
 
+def assert_refused(cases, case, make_args, call):
+    """Break one thing of a valid call (``cases[case]`` = (mutate, exception, argument names)) and check the refusal."""
+    mutate, exc, names = cases[case]
+    args = make_args()
+    mutate(args)
+    with pytest.raises(exc) as ei:
+        call(args)
+    H.err_names(ei, *names)
+
+
 # ---- pa_decode -------------------------------------------------------------------------------------------------
 def decode_args(R=3, G=4):
     return dict(out=torch.zeros(R, G, 128, dtype=BF16), q=torch.randn(R, G, 128).to(BF16), k_cache=rec(),
@@ -72,12 +82,7 @@ DECODE_CASES = {
 
 @pytest.mark.parametrize("case", list(DECODE_CASES))
 def test_pa_decode_refusals(case):
-    mutate, exc, names = DECODE_CASES[case]
-    a = decode_args()
-    mutate(a)
-    with pytest.raises(exc) as ei:
-        call_decode(a)
-    H.err_names(ei, *names)
+    assert_refused(DECODE_CASES, case, decode_args, call_decode)
 
 
 def test_pa_decode_query_scale_and_softmax_scale_refusals():
@@ -134,12 +139,7 @@ TOPK_CASES = {
 
 @pytest.mark.parametrize("case", list(TOPK_CASES))
 def test_index_topk_refusals(case):
-    mutate, exc, names = TOPK_CASES[case]
-    a = topk_args()
-    mutate(a)
-    with pytest.raises(exc) as ei:
-        call_topk(a)
-    H.err_names(ei, *names)
+    assert_refused(TOPK_CASES, case, topk_args, call_topk)
 
 
 def test_index_topk_bad_topk_and_baseline():
@@ -177,12 +177,7 @@ TABLES_CASES = {
 
 @pytest.mark.parametrize("case", list(TABLES_CASES))
 def test_build_sparse_tables_refusals(case):
-    mutate, exc, names = TABLES_CASES[case]
-    a = tables_args()
-    mutate(a)
-    with pytest.raises(exc) as ei:
-        call_tables(a)
-    H.err_names(ei, *names)
+    assert_refused(TABLES_CASES, case, tables_args, call_tables)
 
 
 def test_build_sparse_tables_baseline():
@@ -235,12 +230,7 @@ WRITE_CASES = {
 
 @pytest.mark.parametrize("case", list(WRITE_CASES))
 def test_fused_write_refusals(case):
-    mutate, exc, names = WRITE_CASES[case]
-    a = write_args()
-    mutate(a)
-    with pytest.raises(exc) as ei:
-        call_write(a)
-    H.err_names(ei, *names)
+    assert_refused(WRITE_CASES, case, write_args, call_write)
 
 
 def test_fused_write_group_over_16():
