@@ -156,34 +156,17 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.con
 # multiply: n * (2**6 + 2**12) puts the magnitude bits at 6..8 (exponent LSBs + mantissa MSB) and the sign at 15;
 # the mask keeps those bits (code 1 lands on the bf16 subnormal 2**-127). Then two exact bf16x2 multiplies: by
 # 2**126, then by the scale 2**(e - 127). Outputs: low nibbles ($0, $1) and high nibbles ($2, $3) of the 4 bytes.
-E2M1_BF16X2_ASM = tl.constexpr("""
-{
-.reg .b32 x, t, c;
-mov.b32 c, 0x7E807E80;
-prmt.b32 x, $4, 0, 0x4140;
-and.b32 t, x, 0x000F000F;
-mul.lo.u32 t, t, 0x1040;
-and.b32 t, t, 0x81C081C0;
-mul.rn.bf16x2 t, t, c;
-mul.rn.bf16x2 $0, t, $5;
-and.b32 t, x, 0x00F000F0;
-mul.lo.u32 t, t, 0x104;
-and.b32 t, t, 0x81C081C0;
-mul.rn.bf16x2 t, t, c;
-mul.rn.bf16x2 $2, t, $5;
-prmt.b32 x, $4, 0, 0x4342;
-and.b32 t, x, 0x000F000F;
-mul.lo.u32 t, t, 0x1040;
-and.b32 t, t, 0x81C081C0;
-mul.rn.bf16x2 t, t, c;
-mul.rn.bf16x2 $1, t, $6;
-and.b32 t, x, 0x00F000F0;
-mul.lo.u32 t, t, 0x104;
-and.b32 t, t, 0x81C081C0;
-mul.rn.bf16x2 t, t, c;
-mul.rn.bf16x2 $3, t, $6;
-}
-""")
+def _e2m1_bf16x2_asm() -> str:
+    lines = ["{", ".reg .b32 x, t, c;", "mov.b32 c, 0x7E807E80;"]  # c = bf16x2 (2**126, 2**126)
+    for pair, (selector, scale) in enumerate(((0x4140, "$5"), (0x4342, "$6"))):  # bytes 0, 1 / 2, 3 -> the lanes
+        lines.append(f"prmt.b32 x, $4, 0, {selector:#06x};")
+        for nibble_mask, spread, out in ((0x000F000F, 0x1040, pair), (0x00F000F0, 0x104, pair + 2)):  # low, high
+            lines += [f"and.b32 t, x, {nibble_mask:#010x};", f"mul.lo.u32 t, t, {spread:#x};",
+                      "and.b32 t, t, 0x81C081C0;", "mul.rn.bf16x2 t, t, c;", f"mul.rn.bf16x2 ${out}, t, {scale};"]
+    return "\n".join(lines + ["}"])
+
+
+E2M1_BF16X2_ASM = tl.constexpr(_e2m1_bf16x2_asm())
 
 
 @triton.jit
