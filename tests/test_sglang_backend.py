@@ -13,6 +13,8 @@ output (2**-9), with a 2x band -> rel-L2 <= 2**-7.
 from __future__ import annotations
 
 import importlib.util
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -20,9 +22,10 @@ import torch
 
 if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a broken install fails loudly
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
-from atom_mxfp4.model_patches.sglang import cpu_shim  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parent))
+from sglang_env import torchvision_stand_in  # noqa: E402
 
-with cpu_shim.torchvision_stand_in():  # SGLang's core imports torchvision; no CPU wheel fits torch 2.13 (docs)
+with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision; no CPU wheel fits torch 2.13
     import sglang.srt.configs  # noqa: F401
     import sglang.srt.layers.attention.attention_registry  # noqa: F401
     import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401

@@ -5,8 +5,9 @@ the true bytes per token."""
 from __future__ import annotations
 
 import importlib.util
-import json
+import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,9 +15,12 @@ import torch
 
 if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a broken install fails loudly
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
-from atom_mxfp4.model_patches.sglang import cpu_shim  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parent))
+from sglang_env import torchvision_stand_in  # noqa: E402
+from sglang_env import tiny_m3  # noqa: E402
+from sglang_env.tiny_m3 import TINY_M3  # noqa: E402
 
-with cpu_shim.torchvision_stand_in():  # SGLang's core imports torchvision; no CPU wheel fits torch 2.13 (docs)
+with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision; no CPU wheel fits torch 2.13
     import sglang.srt.configs  # noqa: F401
     import sglang.srt.layers.attention.attention_registry  # noqa: F401
     import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401
@@ -33,28 +37,10 @@ from atom_mxfp4.cache import RECORD_BYTES, capacity_ratio  # noqa: E402
 from atom_mxfp4.model_patches.sglang import hooks  # noqa: E402
 from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME  # noqa: E402
 
-TINY_M3 = {  # MiniMax-M3 geometry at 1/8 scale: GQA 4, 2 KV heads, 1 dense + 3 sparse layers
-    "architectures": ["MiniMaxM3SparseForCausalLM"], "model_type": "minimax_m2", "hidden_size": 256,
-    "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
-    "head_dim": 128, "rotary_dim": 64, "rope_theta": 5e6, "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
-    "vocab_size": 512, "num_local_experts": 2, "num_experts_per_tok": 1, "qk_norm_type": "per_head",
-    "use_qk_norm": True, "use_gemma_norm": True, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
-    "sparse_attention_config": {
-        "sparse_attention_freq": [0, 1, 1, 1], "sparse_disable_index_value": [0, 1, 1, 1],
-        "sparse_num_index_heads": 2, "sparse_index_dim": 128, "sparse_block_size": 128, "sparse_topk_blocks": 2,
-        "sparse_init_block": 0, "sparse_local_block": 1, "sparse_score_type": "max"},
-}
 
 
 def model_dir(tmp_path, **changes):
-    config = json.loads(json.dumps(TINY_M3))
-    for key, value in changes.items():
-        if key in config["sparse_attention_config"]:
-            config["sparse_attention_config"][key] = value
-        else:
-            config[key] = value
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    return str(tmp_path)
+    return tiny_m3.write(tmp_path, serve=False, **changes)
 
 
 def resolve(argv):
@@ -66,10 +52,10 @@ def resolve(argv):
 
 
 def test_torchvision_stand_in_is_gone_after_the_imports():
-    """Other tests in this process still see torchvision as absent (cpu_shim.torchvision_stand_in)."""
+    """Other tests in this process still see torchvision as absent (sglang_env.torchvision_stand_in)."""
     import sys
-    assert not any(isinstance(f, cpu_shim._Finder) for f in sys.meta_path)
-    assert not any(isinstance(m, cpu_shim._InertModule) for m in list(sys.modules.values()))
+    assert not any(isinstance(f, torchvision_stand_in._Finder) for f in sys.meta_path)
+    assert not any(isinstance(m, torchvision_stand_in._InertModule) for m in list(sys.modules.values()))
 
 
 def test_entry_point_is_declared_and_loaded():

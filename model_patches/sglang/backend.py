@@ -19,8 +19,9 @@ import os
 
 import torch
 from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+from sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph import eager_on_graph
 
-from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.cache import HEAD_DIM, PAGE_SIZE
 from atom_mxfp4.errors import expect
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
 
@@ -34,6 +35,15 @@ def _attn_tp_size() -> int:
     """The attention TP size of this process (SGLang's runtime context; raises if nothing is published)."""
     from sglang.srt.runtime_context import get_parallel
     return int(get_parallel().attn_tp_size)
+
+
+def _attend_capture_stub(backend, module, qkv, out) -> None:
+    out.zero_()  # breakable-graph capture: the outputs only need addresses; no cache write for the dummy batch
+
+
+@eager_on_graph(capture_stub=_attend_capture_stub)
+def _attend(backend, module, qkv, out) -> None:
+    backend.attend(module, qkv, out)
 
 
 class AtomMXFP4AttnBackend(AttentionBackend):
@@ -135,21 +145,36 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         return torch.cat([qkv, idx_qk], dim=-1)
 
     def forward_layer(self, module, positions, hidden_states, forward_batch) -> torch.Tensor:
-        """``MiniMaxM3Attention.forward`` with our layer: fused projection -> SparseMXFP4Attention -> o_proj."""
+        """``MiniMaxM3Attention.forward`` with our layer: fused projection -> SparseMXFP4Attention -> o_proj.
+
+        The attention itself (``_attend``) is an eager break of SGLang's breakable prefill CUDA graphs: the
+        projections and o_proj are captured, the attention runs eagerly at replay on the metadata of the batch being
+        served (``self.forward_metadata``, built from the real, unpadded batch). Inside a full decode graph it is
+        captured like any other code (its metadata buffers are graph-stable)."""
         if forward_batch.forward_mode.is_idle() or hidden_states.shape[0] == 0:
             return hidden_states.new_empty(0, hidden_states.shape[-1])
-        meta = self.forward_metadata
-        expect(meta is not None and meta.num_tokens == hidden_states.shape[0], "forward metadata",
-               f"built for this batch ({hidden_states.shape[0]} tokens)",
-               None if meta is None else meta.num_tokens)
-        layer = self.layer_for(module)
-        k, v, index_k = self.pool.layer_caches(module.attn.layer_id)
-        capturing = hidden_states.is_cuda and torch.cuda.is_current_stream_capturing()
-        # under capture the ops' host-syncing value checks are skipped (the metadata is ours)
-        out = layer(self.fused_projection(module, hidden_states), meta, LayerCaches(k, v, index_k),
-                    check=not capturing)
+        qkv = self.fused_projection(module, hidden_states)
+        out = torch.empty(qkv.shape[0], self.configs[bool(module.is_sparse_attention_layer)].num_q_heads * HEAD_DIM,
+                          dtype=torch.bfloat16, device=qkv.device)
+        _attend(self, module, qkv, out)
         output, _ = module.o_proj(out.to(hidden_states.dtype))
         return output
+
+    def attend(self, module, qkv: torch.Tensor, out: torch.Tensor) -> None:
+        """``out[:n] = layer(qkv[:n])`` for the ``n`` tokens of the current metadata; rows past ``n`` (a padded
+        prefill-graph bucket) are zeroed."""
+        meta = self.forward_metadata
+        rows = qkv.shape[0]
+        expect(meta is not None and meta.num_tokens <= rows, "forward metadata",
+               f"built for this batch (at most {rows} tokens)", None if meta is None else meta.num_tokens)
+        n = meta.num_tokens
+        k, v, index_k = self.pool.layer_caches(module.attn.layer_id)
+        capturing = qkv.is_cuda and torch.cuda.is_current_stream_capturing()
+        # under capture the ops' host-syncing value checks are skipped (the metadata is ours)
+        result = self.layer_for(module)(qkv[:n], meta, LayerCaches(k, v, index_k), check=not capturing)
+        out[:n].copy_(result)
+        if n < rows:
+            out[n:].zero_()
 
     def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
         raise RuntimeError(

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SGLang 0.5.23 for the plugin's CPU tests: SGLang itself WITHOUT its dependency set (which pins torch 2.14.1 and
 # CUDA wheels), plus only the pure-Python / CPU wheels its core imports need (server args, plugins, memory pools,
-# the MiniMax-M3 model module, the attention registry). torch stays the installed 2.13.0. Idempotent and quick:
-# pip skips what is already installed at these versions. torchvision is NOT installed (PyPI's wheels need a CUDA
-# torch); tests use atom_mxfp4.model_patches.sglang.cpu_shim instead. triton, numpy, packaging, filelock, jinja2,
+# the MiniMax-M3 model module, the attention registry) and its HTTP server (tests/test_sglang_serve.py runs a real
+# `sglang serve` on the CPU: uvicorn, fastapi, uvloop, setproctitle, python-multipart, xgrammar, soundfile, ...).
+# torch stays the installed 2.13.0. Idempotent and quick: pip skips what is already installed at these versions. torchvision is NOT installed (PyPI's wheels need a CUDA
+# torch); tests use tests/sglang_env/torchvision_stand_in.py instead. triton, numpy, packaging, filelock, jinja2,
 # tqdm come from the project's other install steps. The list was found by importing SGLang's core modules in a
 # fresh venv (torch 2.13.0 only) until nothing was missing.
 set -euo pipefail
@@ -15,5 +16,7 @@ PY=${PYTHON:-python}
   psutil pybase64 starlette anyio sniffio msgspec pyzmq loguru gguf einops partial_json_parser \
   httpx httpcore httpx2 httpcore2 truststore h11 certifi idna distro pillow pyyaml regex \
   orjson requests urllib3 pydantic pydantic-core typing-inspection annotated-types dill \
-  aiohttp aiohappyeyeballs aiosignal frozenlist multidict yarl propcache attrs ipython traitlets
+  aiohttp aiohappyeyeballs aiosignal frozenlist multidict yarl propcache attrs ipython traitlets \
+  uvicorn==0.55.0 fastapi==0.165.0 annotated-doc==0.0.7 uvloop==0.23.0 setproctitle==1.3.8 python-multipart==0.0.34 \
+  opentelemetry-api==1.45.2 xgrammar==0.2.9 soundfile==0.14.0 cffi==2.0.0 pycparser==3.0
 "$PY" -c "import torch; v = torch.__version__; assert v.startswith('2.13.'), f'torch changed to {v}'"

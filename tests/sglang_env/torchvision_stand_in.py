@@ -1,14 +1,15 @@
-"""CPU CI only: let SGLang's core modules import where SGLang's GPU dependency set is not installed.
+"""Test equipment: let SGLang's core modules import where SGLang's GPU dependency set is not installed.
 
 SGLang 0.5.23 imports ``torchvision`` at module level in its multimodal helpers (reached from
 ``sglang.srt.configs``); no torchvision wheel on PyPI loads beside the CPU build of torch 2.13 that this project
 keeps. ``install()`` first lets transformers record that torchvision is absent (its availability check is cached),
 then answers ``import torchvision...`` with inert stand-in modules. Nothing on the text-model paths the tests run
-calls into them. A real torchvision, when importable, is left alone. Never used by the plugin itself.
+calls into them. A real torchvision, when importable, is left alone.
 
 Use ``torchvision_stand_in()`` around the SGLang imports: afterwards the finder and the stand-in modules leave
 ``sys.modules``, so other code in the same process still sees torchvision as absent (the SGLang modules already
-imported keep their references).
+imported keep their references). A server process gets ``install()`` for its lifetime through this folder's
+``sitecustomize.py``.
 """
 
 from __future__ import annotations

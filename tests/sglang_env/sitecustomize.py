@@ -1,0 +1,56 @@
+"""Runs at the start of every Python process whose PYTHONPATH holds tests/sglang_env (the server, its scheduler and
+detokenizer subprocesses): test equipment only.
+
+- torchvision: where it cannot load (the CPU machine), SGLang's module-level imports get inert stand-ins.
+- ``ATOM_SGLANG_ENV_NO_JIT=1`` (the H200): when ``sglang.srt.models.minimax_m3`` is imported, its module flag
+  ``_is_cuda`` is set False, which keeps MiniMax-M3 on its portable paths (separate q/k/v and index projections, torch
+  QK-norm + RoPE for SGLang's own backend, no alt stream): the fused paths need SGLang's JIT CUDA kernels, built
+  against torch 2.14 headers that the H200 image (torch 2.11) does not have. Everything else on CUDA stays as SGLang
+  runs it (Triton attention, CUDA graphs).
+"""
+
+import importlib.abc
+import os
+import sys
+
+try:
+    import torchvision_stand_in
+
+    torchvision_stand_in.install()
+except Exception as error:  # never break interpreter start-up; say why
+    print(f"[tests/sglang_env] torchvision stand-in not installed: {error}", file=sys.stderr)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``patch(module)`` right after ``name`` is executed."""
+
+    def __init__(self, name, patch):
+        self.name, self.patch = name, patch
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, patch = spec.loader.exec_module, self.patch
+
+        def exec_and_patch(module):
+            exec_module(module)
+            patch(module)
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+def _no_jit(module):
+    module._is_cuda = False
+    print("[tests/sglang_env] sglang.srt.models.minimax_m3: _is_cuda = False (no JIT kernels)", file=sys.stderr)
+
+
+if os.environ.get("ATOM_SGLANG_ENV_NO_JIT") == "1":
+    sys.meta_path.insert(0, _AfterImport("sglang.srt.models.minimax_m3", _no_jit))
