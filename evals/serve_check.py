@@ -169,10 +169,12 @@ def prompt(rng: random.Random, length: int, vocab: int) -> list[int]:
 class Context:
     server: Server
     vocab: int = 256
-    chunk: int = 512  # the server's --chunked-prefill-size
+    chunk: int | None = None  # the server's chunked prefill size (None: read from /get_server_info)
     burst: int = 64
     max_prompt: int = 2048
     agreement_prompts: int = 8
+    context: int = 16384  # the model's context length (tests/sglang_env/tiny_m3.py)
+    hidden: bool = False  # agreement also returns hidden states (the server needs --enable-return-hidden-states)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
 
@@ -195,9 +197,11 @@ def s_prefix_reuse(ctx: Context) -> dict:
 
 
 def s_chunked_prefill(ctx: Context) -> dict:
-    length = 3 * ctx.chunk + 77
+    info = call(ctx.server.url, "/get_server_info")
+    chunk = ctx.chunk or info["chunked_prefill_size"]
+    length = min(3 * chunk + 77, ctx.context - 64)
     out = generate(ctx.server.url, prompt(ctx.rng, length, ctx.vocab), 8)
-    return {"ok": len(out["output_ids"]) == 8, "prompt_tokens": length, "chunk": ctx.chunk}
+    return {"ok": len(out["output_ids"]) == 8 and length > chunk, "prompt_tokens": length, "chunk": chunk}
 
 
 def s_mixed(ctx: Context) -> dict:
@@ -263,7 +267,7 @@ def s_agreement(ctx: Context) -> dict:
     lengths = [20, 129, 300, 700, 1000, 1500, 2000, 2500][: ctx.agreement_prompts]
     runs = []
     for length in lengths:
-        out = generate(ctx.server.url, prompt(rng, length, ctx.vocab), 16, logprobs=True, hidden=True)
+        out = generate(ctx.server.url, prompt(rng, length, ctx.vocab), 16, logprobs=True, hidden=ctx.hidden)
         meta = out["meta_info"]
         hidden = meta.get("hidden_states")
         runs.append({"prompt_tokens": length, "output_ids": out["output_ids"],
@@ -352,7 +356,8 @@ def _run(args) -> int:
     try:
         report["ready_seconds"] = round(server.wait_ready(args.start_timeout), 1)
         print(f"[serve_check] {args.label}: ready in {report['ready_seconds']} s")
-        ctx = Context(server, vocab=args.vocab, chunk=args.chunk, burst=args.burst, max_prompt=args.max_prompt)
+        ctx = Context(server, vocab=args.vocab, chunk=args.chunk, burst=args.burst, max_prompt=args.max_prompt,
+                      hidden=args.hidden)
         report["scenarios"] = run_scenarios(ctx, names)
     except Exception as error:
         report["error"] = f"{type(error).__name__}: {error}"
@@ -384,7 +389,9 @@ def main(argv=None) -> int:
     run.add_argument("--port", type=int, default=31000)
     run.add_argument("--scenarios", default="all", help=f"'all' or a comma list of {', '.join(SCENARIOS)}")
     run.add_argument("--vocab", type=int, default=256, help="prompt token ids are drawn from [3, vocab)")
-    run.add_argument("--chunk", type=int, default=512, help="the server's --chunked-prefill-size")
+    run.add_argument("--chunk", type=int, help="the server's chunked prefill size (default: asked from the server)")
+    run.add_argument("--hidden", action="store_true", help="agreement returns hidden states (server: "
+                     "--enable-return-hidden-states)")
     run.add_argument("--burst", type=int, default=64, help="concurrent requests in the burst")
     run.add_argument("--max-prompt", type=int, default=2048, help="longest prompt of the burst")
     run.add_argument("--start-timeout", type=float, default=600, help="seconds to wait for the server")

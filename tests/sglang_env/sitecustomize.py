@@ -7,6 +7,10 @@ detokenizer subprocesses): test equipment only.
   QK-norm + RoPE for SGLang's own backend, no alt stream): the fused paths need SGLang's JIT CUDA kernels, built
   against torch 2.14 headers that the H200 image (torch 2.11) does not have. Everything else on CUDA stays as SGLang
   runs it (Triton attention, CUDA graphs).
+- ``ATOM_SGLANG_ENV_DUMMY_INIT=scaled``: ``--load-format dummy`` fills weights with N(0, 1/fan_in) (embeddings N(0, 1),
+  norm weights 1 + N(0, 0.1)), seeded by parameter name, instead of SGLang's U(-1e-3, 1e-3), under which activations
+  vanish and every server emits the same token whatever its KV cache: agreement between two servers then measures
+  nothing. The same names give the same weights in every server (the KV-cache dtype does not change them).
 """
 
 import importlib.abc
@@ -47,6 +51,27 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _scaled_dummy_weights(model, *args, **kwargs):
+    import zlib
+
+    import torch
+    for name, param in model.state_dict().items():
+        if not torch.is_floating_point(param):
+            continue
+        generator = torch.Generator(device="cpu").manual_seed(zlib.crc32(name.encode()))
+        values = torch.randn(param.shape, generator=generator, dtype=torch.float32)
+        if "norm" in name:
+            values = 1.0 + 0.1 * values
+        elif "embed" not in name and param.dim() >= 2:
+            values = values / param.shape[-1] ** 0.5
+        param.data.copy_(values.to(param.device, param.dtype))
+
+
+def _patch_loader(module):
+    module.initialize_dummy_weights = _scaled_dummy_weights
+    print("[tests/sglang_env] --load-format dummy: scaled normal weights seeded by name", file=sys.stderr)
+
+
 def _no_jit(module):
     module._is_cuda = False
     print("[tests/sglang_env] sglang.srt.models.minimax_m3: _is_cuda = False (no JIT kernels)", file=sys.stderr)
@@ -54,3 +79,5 @@ def _no_jit(module):
 
 if os.environ.get("ATOM_SGLANG_ENV_NO_JIT") == "1":
     sys.meta_path.insert(0, _AfterImport("sglang.srt.models.minimax_m3", _no_jit))
+if os.environ.get("ATOM_SGLANG_ENV_DUMMY_INIT") == "scaled":
+    sys.meta_path.insert(0, _AfterImport("sglang.srt.model_loader.loader", _patch_loader))

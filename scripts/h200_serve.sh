@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# A real SGLang 0.5.23 server with the plugin on the lent H200 (issue 10): bare machine in, logs and tables out.
+#
+#   here:    bash scripts/serve_env/fetch_wheels.sh            (.whl/serve: SGLang + the wheels its server imports)
+#   device:  OUT=... bash scripts/h200_serve.sh serve           carry [".whl/serve"]
+#   here:    bash scripts/serve_env/fetch_wheels.sh eval; mkdir -p .data && cp -r ../shared/data/gsm8k .data/
+#   device:  OUT=... bash scripts/h200_serve.sh eval            carry [".whl/eval", ".data"], within 30 s of the serve call
+#            (the machine keeps /tmp/sgl_site while warm: SGLang's and lm-eval's wheels do not fit one 64 MiB call)
+#
+# serve: (1) a tiny MiniMax-M3 (tests/sglang_env/tiny_m3.py, dummy weights) with --kv-cache-dtype mxfp4 and SGLang's
+#        defaults (radix cache, chunked prefill, prefill and decode CUDA graphs): evals/serve_check.py's scenarios
+#        (prefix reuse, chunked prefill, mixed batches, a 64-request burst with cancels and leak checks, graphs);
+#        (2) agreement: the same prompts on mxfp4, fp8_e4m3 and bf16 KV caches (same weights, eager), greedy tokens,
+#        logprobs and last hidden states compared against bf16 (SGLang's own MiniMax sparse backend).
+# eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server, A/B against the bf16 server.
+# Results: $OUT/serve/*.json, *.md, server logs, packed in $OUT/serve_<mode>.tar.gz (+ the summary .md files).
+set -u -o pipefail
+MODE=${1:-serve}
+ROOT=$(pwd)
+: "${OUT:?OUT must name the results folder}"
+RES="$OUT/serve"
+mkdir -p "$RES"
+exec > >(tee -a "$OUT/h200_serve_$MODE.log") 2>&1
+export PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1  # the repo root (atom_mxfp4/ without kernels/) must not shadow the install
+echo "== h200_serve.sh $MODE $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+# ---- 1. packages: carried wheels and atom_mxfp4 itself (with its sglang.srt.plugins entry point) into one folder
+SITE=/tmp/sgl_site
+mkdir -p "$SITE"
+if ls "$ROOT/.whl/$MODE"/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+    "$ROOT/.whl/$MODE"/*.whl || { echo "wheel install failed"; exit 2; }
+fi
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade \
+  --target "$SITE" "$ROOT" || { echo "atom_mxfp4 install failed"; exit 2; }
+export PYTHONPATH="$SITE"
+python3 -c "import sglang, atom_mxfp4, torch, triton; print('sglang', sglang.__version__, 'torch', torch.__version__, \
+'triton', triton.__version__)" || { echo "sglang not importable (for eval: run the serve call first, machine warm)"; exit 2; }
+
+# ---- 2. the server environment (tests/sglang_env: stand-in sgl_kernel, no JIT kernels, scaled dummy weights)
+eval "$(python3 -c "
+import shlex, sys; sys.path.insert(0, '$ROOT/tests')
+from sglang_env import server_env
+env = server_env('cuda', {'PYTHONPATH': '$SITE'})
+print(' '.join(f'export {k}={shlex.quote(v)};' for k, v in env.items()))")"
+export ATOM_SGLANG_ENV_DUMMY_INIT=scaled
+if ! python3 "$ROOT/tests/sglang_env/rust_tree_core_check.py"; then
+  export SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python
+  echo "== SGLang's prebuilt Rust radix tree misreads this torch's tensors: using SGLang's Python tree core"
+fi
+MODEL=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3)
+cd /tmp  # nothing in the working directory may shadow an installed package
+COMMON="--model-path $MODEL --load-format dummy --mem-fraction-static 0.3 --random-seed 0"
+CHECK="python3 -m atom_mxfp4.evals.serve_check run --out $RES --start-timeout 420"
+STATUS=0
+
+if [ "$MODE" = serve ]; then
+  # (1) defaults: radix cache, chunked prefill (8192 here), prefill + decode CUDA graphs
+  timeout 300 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
+    -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
+  # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches
+  for kv in mxfp4 fp8_e4m3 bf16; do
+    backend=""; [ "$kv" = mxfp4 ] || backend="--attention-backend triton"
+    timeout 150 $CHECK --label agree-$kv --scenarios startup,agreement --hidden \
+      -- $COMMON --kv-cache-dtype $kv $backend --disable-cuda-graph --enable-return-hidden-states || STATUS=1
+  done
+  for kv in mxfp4 fp8_e4m3; do
+    python3 -m atom_mxfp4.evals.serve_check compare "$RES/agree-$kv.json" "$RES/agree-bf16.json" \
+      --output "$RES/agreement-$kv-vs-bf16.md" || STATUS=1
+  done
+elif [ "$MODE" = eval ]; then
+  DATA="$ROOT/.data/gsm8k"
+  [ -f "$DATA/test.jsonl" ] || { echo "no GSM8K data carried at .data/gsm8k"; exit 2; }
+  start() {  # $1 label, $2 port, rest: server args; leaves the server running (its process group id in $RES)
+    local label=$1 port=$2; shift 2
+    setsid python3 -c "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()" serve $COMMON \
+      --port "$port" "$@" > "$RES/server-gsm8k-$label.log" 2>&1 &
+    echo $! > "$RES/pid-$label"
+  }
+  ready() {  # $1 label
+    for _ in $(seq 300); do grep -q "ready to roll" "$RES/server-gsm8k-$1.log" && return 0; sleep 1; done
+    tail -30 "$RES/server-gsm8k-$1.log"; return 1
+  }
+  # one after the other: each sizes its pool from the memory free when it starts (the second takes 0.3 more of it)
+  start mxfp4 31001 --kv-cache-dtype mxfp4
+  ready mxfp4 && start bf16 31002 --kv-cache-dtype bf16 --attention-backend triton --disable-cuda-graph \
+    --mem-fraction-static 0.6
+  if ready mxfp4 && ready bf16; then
+    timeout 420 python3 -m atom_mxfp4.cli eval gsm8k --url http://127.0.0.1:31001 \
+      --baseline-url http://127.0.0.1:31002 --data-dir "$DATA" --limit 50 --num-concurrent 16 --max-gen-toks 256 \
+      --output "$RES/gsm8k-mxfp4-vs-bf16.json" || STATUS=1
+  else
+    STATUS=1
+  fi
+  for label in mxfp4 bf16; do kill -TERM -- -"$(cat "$RES/pid-$label")" 2>/dev/null; done
+  sleep 2
+else
+  echo "usage: OUT=... bash scripts/h200_serve.sh serve|eval"; exit 2
+fi
+
+cp "$RES"/*.md "$OUT"/ 2>/dev/null
+tar -czf "$OUT/serve_$MODE.tar.gz" -C "$RES" . && rm -rf "$RES"
+echo "== done, status $STATUS"
+exit $STATUS
