@@ -57,12 +57,12 @@ STATUS=0
 
 if [ "$MODE" = serve ]; then
   # (1) defaults: radix cache, chunked prefill (8192 here), prefill + decode CUDA graphs
-  timeout 300 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
+  timeout 250 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
     -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
   # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches
   for kv in mxfp4 fp8_e4m3 bf16; do
     backend=""; [ "$kv" = mxfp4 ] || backend="--attention-backend triton"
-    timeout 150 $CHECK --label agree-$kv --scenarios startup,agreement --hidden \
+    timeout 95 $CHECK --label agree-$kv --scenarios startup,agreement --hidden \
       -- $COMMON --kv-cache-dtype $kv $backend --disable-cuda-graph --enable-return-hidden-states || STATUS=1
   done
   for kv in mxfp4 fp8_e4m3; do
