@@ -372,7 +372,13 @@ def _run(args) -> int:
 
 def _compare(args) -> int:
     candidate, baseline = (json.loads(Path(p).read_text()) for p in args.runs)
-    table = compare_table(compare(candidate, baseline), (candidate["label"], baseline["label"]))
+    missing = [p for p, run in zip(args.runs, (candidate, baseline)) if "agreement" not in run.get("scenarios", {})]
+    if missing:
+        print(f"serve_check compare: no agreement scenario in {missing} (the run failed: see its log)")
+        return 1
+    candidate, baseline = candidate["scenarios"], baseline["scenarios"]
+    labels = [json.loads(Path(p).read_text())["label"] for p in args.runs]
+    table = compare_table(compare(candidate, baseline), labels)
     print(table)
     if args.output:
         Path(args.output).write_text(table + "\n")

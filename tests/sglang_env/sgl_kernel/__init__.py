@@ -3,6 +3,11 @@ the paths a tiny dense-MLP MiniMax-M3 server takes. Any other op raises ``NotImp
 path that needs the real kernel fails loudly instead of computing something else. The real binary needs torch
 2.14.1 (C++ symbols), which neither the CPU CI machine nor the lent H200's image has."""
 
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
 import torch
 import torch.nn.functional as F
 
@@ -88,11 +93,39 @@ def top_p_renorm_prob(probs, top_p):
     return kept / kept.sum(-1, keepdim=True)
 
 
+def _missing(name):
+    def missing(*args, **kwargs):
+        raise NotImplementedError(f"sgl_kernel stand-in (tests/sglang_env): {name} is not provided")
+    missing.__name__ = name.rsplit(".", 1)[-1]
+    return missing
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
+    return _missing(name)
 
-    def missing(*args, **kwargs):
-        raise NotImplementedError(f"sgl_kernel stand-in (tests/sglang_env): {name} is not provided")
-    missing.__name__ = name
-    return missing
+
+class _Submodule(types.ModuleType):
+    """``sgl_kernel.<sub>`` (e.g. ``sgl_kernel.quantization``): every attribute is a stub that raises when called."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _missing(f"{self.__name__}.{name}")
+
+
+class _SubmoduleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path, target=None):
+        if fullname.startswith(__name__ + "."):
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return _Submodule(spec.name)
+
+    def exec_module(self, module):
+        module.__path__ = []
+
+
+sys.meta_path.append(_SubmoduleFinder())
