@@ -49,6 +49,10 @@ if ! python3 "$ROOT/tests/sglang_env/rust_tree_core_check.py"; then
   export SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python
   echo "== SGLang's prebuilt Rust radix tree misreads this torch's tensors: using SGLang's Python tree core"
 fi
+# the modules a server process imports, in one quick process: an import failure costs seconds here, minutes below
+python3 -c "import sglang.srt.entrypoints.http_server, sglang.srt.managers.scheduler, sglang.srt.models.minimax_m3, \
+sglang.srt.layers.attention.triton_backend, sglang.srt.model_executor.model_runner; print('== server modules import')" \
+  || { echo "== a server module does not import: stopping before any server start"; exit 2; }
 MODEL=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3)
 cd /tmp  # nothing in the working directory may shadow an installed package
 COMMON="--model-path $MODEL --load-format dummy --mem-fraction-static 0.3 --random-seed 0"
