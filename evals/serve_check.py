@@ -119,7 +119,7 @@ def generate(url: str, ids: list[int], max_new_tokens: int, logprobs: bool = Fal
     return call(url, "/generate", payload)
 
 
-def stream(url: str, ids: list[int], max_new_tokens: int, cancel_after: int | None = None) -> dict:
+def stream(url: str, ids: list[int], max_new_tokens: int, cancel_after: int | None = None, on_chunk=None) -> dict:
     """Stream one request; ``cancel_after`` chunks, close the connection (SGLang aborts the request)."""
     host, port = url.split("//")[1].split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=600)
@@ -138,6 +138,8 @@ def stream(url: str, ids: list[int], max_new_tokens: int, cancel_after: int | No
                 break
             last = json.loads(line[5:])
             chunks += 1
+            if on_chunk is not None:
+                on_chunk()
             if cancel_after is not None and chunks >= cancel_after:
                 break
     finally:
@@ -173,6 +175,7 @@ class Context:
     burst: int = 64
     max_prompt: int = 2048
     agreement_prompts: int = 8
+    long_decode: int = 1024  # tokens of the decode the mixed scenario's prefills run beside
     context: int = 16384  # the model's context length (tests/sglang_env/tiny_m3.py)
     hidden: bool = False  # agreement also returns hidden states (the server needs --enable-return-hidden-states)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
@@ -205,16 +208,21 @@ def s_chunked_prefill(ctx: Context) -> dict:
 
 
 def s_mixed(ctx: Context) -> dict:
-    url, results = ctx.server.url, {}
-    long_run = threading.Thread(target=lambda: results.update(long=stream(url, prompt(ctx.rng, 200, ctx.vocab), 96)))
-    long_run.start()
-    time.sleep(0.5)
+    """Short prompts sent while a long decode streams: SGLang must run their prefills beside the running decode."""
+    url, results, streaming = ctx.server.url, {}, threading.Event()
+
+    def long_decode():
+        results["long"] = stream(url, prompt(ctx.rng, 200, ctx.vocab), ctx.long_decode, on_chunk=streaming.set)
+    runner = threading.Thread(target=long_decode)
+    lines_before = len(ctx.server.log().splitlines())
+    runner.start()
+    streaming.wait(120)
     shorts = [generate(url, prompt(ctx.rng, 50 + 97 * i, ctx.vocab), 4) for i in range(4)]
-    long_run.join()
-    mixed_lines = [line for line in ctx.server.log().splitlines()
-                   if "Prefill batch" in line and "#running-req: 0," not in line]
-    return {"ok": results["long"]["finished"] and all(len(s["output_ids"]) == 4 for s in shorts),
-            "long_tokens": results["long"]["tokens"], "prefill_batches_beside_running_decode": len(mixed_lines)}
+    runner.join()
+    new_lines = ctx.server.log().splitlines()[lines_before:]
+    beside = [line for line in new_lines if "Prefill batch" in line and "#running-req: 0," not in line]
+    return {"ok": results["long"]["finished"] and all(len(s["output_ids"]) == 4 for s in shorts) and bool(beside),
+            "long_tokens": results["long"]["tokens"], "prefill_batches_beside_running_decode": len(beside)}
 
 
 def s_burst(ctx: Context) -> dict:

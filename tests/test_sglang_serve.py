@@ -45,7 +45,7 @@ def server(tmp_path_factory):
 
 
 def test_real_server_default_settings(server):
-    ctx = Context(server, vocab=256, chunk=CHUNK, burst=16, max_prompt=400)
+    ctx = Context(server, vocab=256, chunk=CHUNK, burst=12, max_prompt=400, long_decode=96)
     report = run_scenarios(ctx, ("startup", "prefix_reuse", "chunked_prefill", "mixed", "burst"))
     failed = {name: record for name, record in report.items() if not record["ok"]}
     assert not failed, f"{failed}\n--- server log tail ---\n{server.log_tail()}"

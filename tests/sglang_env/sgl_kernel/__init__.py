@@ -106,13 +106,20 @@ def __getattr__(name):
     return _missing(name)
 
 
+_PROVIDED = {  # submodule functions with a real answer here
+    "sgl_kernel.utils.is_arch_support_pdl": lambda *args, **kwargs: False,  # no programmatic dependent launch
+}
+
+
 class _Submodule(types.ModuleType):
-    """``sgl_kernel.<sub>`` (e.g. ``sgl_kernel.quantization``): every attribute is a stub that raises when called."""
+    """``sgl_kernel.<sub>`` (e.g. ``sgl_kernel.quantization``): every attribute is a stub that raises when called,
+    except the few in ``_PROVIDED``."""
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _missing(f"{self.__name__}.{name}")
+        full = f"{self.__name__}.{name}"
+        return _PROVIDED.get(full) or _missing(full)
 
 
 _IMPORT_ERROR = {"sgl_kernel.scalar_type"}  # SGLang has a fallback for these when the import fails
