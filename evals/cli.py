@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from atom_mxfp4.cli import command, run
+
 
 def _positive_int(text: str) -> int:
     value = int(text)
@@ -80,22 +82,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--output", default=None, help="write the JSON summary here (default: print it)")
     g.add_argument("--compare", nargs=2, metavar=("CANDIDATE_JSON", "BASELINE_JSON"), default=None,
                    help="run nothing: pair two single-server runs saved with --output (same --limit / data)")
-    g.set_defaults(func=_cmd_gsm8k, handler=_cmd_gsm8k)
+    command(g, _cmd_gsm8k)
 
     a = sub.add_parser("accuracy", help="layer (MXFP4 caches, sparse) vs full-precision oracle on synthetic data",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     from .accuracy import add_arguments  # light: no torch work at import
 
     add_arguments(a)
-    a.set_defaults(func=_cmd_accuracy, handler=_cmd_accuracy)
+    command(a, _cmd_accuracy)
     return ev
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="atom-mxfp4")
     add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return run(parser, argv)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import os
 import shlex
 import sys
 
+from atom_mxfp4.cli import command
+
 from .geometry import KV_CACHE_DTYPE
 
 SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
@@ -47,5 +49,5 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="print the sglang command instead of running it")
     parser.add_argument("sglang_args", nargs=argparse.REMAINDER, help="arguments passed to sglang serve")
-    parser.set_defaults(handler=run)
+    command(parser, run)
     return parser
