@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 import torch
 from tqdm import tqdm
 
+from . import argtypes
+from .backends import BACKENDS
 from .cache import PAGE_SIZE, kv_bytes_per_token, tokens_that_fit
+from .cli import HelpFormatter, check_backend, command, resolved_device
+from .cli import run as run_command
 from .format import ScaleMode
 from .layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from .reference import attention_oracle
@@ -157,30 +161,40 @@ def evaluate(config: LayerConfig, weights, requests, prompt_lens, decode_steps, 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="atom-mxfp4 demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="atom-mxfp4 demo", description=__doc__, formatter_class=HelpFormatter)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    command(parser, run, check)
+    return run_command(parser, argv)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--contexts", default="2300,1100,700,130",
-                        help="prompt length of each request, comma separated (default: %(default)s)")
-    parser.add_argument("--decode-steps", type=int, default=8, help="decode steps after prefill (default: 8)")
-    parser.add_argument("--chunk", type=int, default=1024, help="prefill chunk per request and step (default: 1024)")
-    parser.add_argument("--topk", type=int, default=16, help="top-k blocks of 128 tokens (default: 16)")
-    parser.add_argument("--scale-modes", default="mse,ceil,floor",
-                        help="ScaleModes to compare; the first also runs the dense layer (default: %(default)s)")
-    parser.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
-    parser.add_argument("--backend", default=None, choices=["torch", "triton", "flydsl"],
-                        help="force a backend (default: best available)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--contexts", metavar="N,N,...", type=argtypes.positive_ints, default="2300,1100,700,130",
+                        help="prompt length of each request in tokens, comma separated (default: %(default)s)")
+    parser.add_argument("--decode-steps", metavar="STEPS", type=argtypes.positive_int, default=8,
+                        help="decode steps (one token per request each) after the prefill (default: %(default)s)")
+    parser.add_argument("--chunk", metavar="TOKENS", type=argtypes.positive_int, default=1024,
+                        help="prefill chunk in tokens per request and step (default: %(default)s)")
+    parser.add_argument("--topk", metavar="BLOCKS", type=argtypes.positive_int, default=16,
+                        help=f"top-k blocks of {PAGE_SIZE} tokens each (default: %(default)s)")
+    parser.add_argument("--scale-modes", metavar="MODE,...", type=argtypes.scale_modes, default="mse,ceil,floor",
+                        help=f"ScaleModes to compare, comma separated, of {[m.value for m in ScaleMode]}; the first "
+                        "also runs the dense layer (default: %(default)s)")
+    parser.add_argument("--device", type=argtypes.device, default=None,
+                        help="cpu | cuda | cuda:N (default: cuda when available, else cpu)")
+    parser.add_argument("--backend", default=None, choices=BACKENDS,
+                        help="force a kernel backend; it must run on --device (default: the best for the device)")
+    parser.add_argument("--seed", metavar="SEED", type=argtypes.seed, default=0,
+                        help="seed of the weights and requests (default: %(default)s)")
+
+
+def check(args) -> None:
+    check_backend(args)
 
 
 def run(args) -> int:
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    prompt_lens = [int(x) for x in args.contexts.split(",")]
-    modes = [ScaleMode.parse(m) for m in args.scale_modes.split(",")]
+    device = resolved_device(args)
+    prompt_lens = args.contexts
+    modes = [ScaleMode.parse(m) for m in args.scale_modes]
     sparse_config = LayerConfig(topk=args.topk, max_position=max(prompt_lens) + args.decode_steps + 1)
     dense_config = LayerConfig(sparse=False, max_position=sparse_config.max_position)
     torch.manual_seed(args.seed)

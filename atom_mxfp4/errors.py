@@ -9,8 +9,31 @@ from __future__ import annotations
 from typing import NoReturn
 
 
+class InvalidArgument(Exception):
+    """What ``fail`` / ``expect`` raise, as a ``ValueError`` or ``TypeError`` subclass: input a person can fix.
+
+    The ``atom-mxfp4`` command prints these as one line (exit 1); any other exception is a bug and keeps its traceback.
+    """
+
+
+class InvalidValue(InvalidArgument, ValueError):
+    pass
+
+
+class InvalidType(InvalidArgument, TypeError):
+    pass
+
+
+_TAGGED = {ValueError: InvalidValue, TypeError: InvalidType}
+
+
+def must_be(expected: str, actual: object) -> str:
+    """``must be <expected>, got <actual>``: the tail of every message (argparse puts the flag in front of it)."""
+    return f"must be {expected}, got {actual}"
+
+
 def fail(name: str, expected: str, actual: object, exc: type[Exception] = ValueError) -> NoReturn:
-    raise exc(f"{name} must be {expected}, got {actual}")
+    raise _TAGGED.get(exc, exc)(f"{name} {must_be(expected, actual)}")
 
 
 def expect(cond: bool, name: str, expected: str, actual: object, exc: type[Exception] = ValueError) -> None:

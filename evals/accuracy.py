@@ -30,10 +30,11 @@ from pathlib import Path
 
 import torch
 
-from atom_mxfp4 import ops
-from atom_mxfp4.backends import resolve_backend
+from atom_mxfp4 import argtypes, ops
+from atom_mxfp4.backends import BACKENDS, resolve_backend
 from atom_mxfp4.cache import PAGE_SIZE
-from atom_mxfp4.errors import expect
+from atom_mxfp4.cli import changed_options, check_backend, refuse_others, resolved_device
+from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.demo import rel_l2, topk_agreement
 from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
@@ -69,6 +70,9 @@ def _round_fp8(t: torch.Tensor) -> torch.Tensor:
 
 def _round_bf16(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.bfloat16).double()
+
+
+REFERENCE_CACHES = {"fp8": _round_fp8, "bf16": _round_bf16}  # the oracle with K, V and index-K in that dtype
 
 
 def _round_mxfp4(mode: ScaleMode):
@@ -140,10 +144,10 @@ def _row(family, tokens, cache, seed, out, selected, exact, needles, positions, 
 
 def evaluate_case(family: str, tokens: int, seed: int, args, device) -> list[Row]:
     """All cache variants of one (family, context length, seed); with args.dense also the dense layer."""
-    modes = [ScaleMode.parse(m) for m in args.scale_modes.split(",")]
+    modes = [ScaleMode.parse(m) for m in args.scale_modes]
     sparse = LayerConfig(topk=args.topk, max_position=tokens + 1)
     weights = make_weights(sparse, seed)
-    depths = [float(x) for x in args.needle_depths.split(",")]
+    depths = args.needle_depths
     request = make_family(family, sparse, tokens, args.queries, depths, seed, args.needle_strength)
     positions = torch.arange(tokens - args.queries, tokens)
     rows = []
@@ -168,7 +172,7 @@ def _variants(family, tokens, seed, args, device, base, request, weights, positi
 
     exact, seconds = oracle()
     rows = [row("exact", exact.out, exact.selected, seconds)]
-    for name, fn in (("fp8", _round_fp8), ("bf16", _round_bf16)):
+    for name, fn in REFERENCE_CACHES.items():
         if name in args.caches:
             ref, seconds = oracle(fn)
             rows.append(row(name, ref.out, ref.selected, seconds))
@@ -183,65 +187,102 @@ def _variants(family, tokens, seed, args, device, base, request, weights, positi
     return rows
 
 
-def _int_list(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
-
-
 def _command_line(args: argparse.Namespace) -> str:
     """An `atom-mxfp4 eval accuracy ...` line equivalent to `args` (the options that differ from the defaults)."""
-    defaults = argparse.ArgumentParser()
-    add_arguments(defaults)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
     words = ["atom-mxfp4", "eval", "accuracy"]
-    for action in defaults._actions:
-        if not action.option_strings or action.dest == "help":
-            continue
-        value = getattr(args, action.dest, action.default)
-        if value == action.default:
-            continue
+    for action, value in changed_options(parser, args):
         flag = action.option_strings[0]
-        flag_only = isinstance(action, (argparse._StoreFalseAction, argparse._StoreTrueAction))
-        words += [flag] if flag_only else [flag, str(value)]
+        if isinstance(action, (argparse._StoreFalseAction, argparse._StoreTrueAction)):
+            words.append(flag)
+        else:
+            words += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
     return shlex.join(words)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--families", default=",".join(FAMILIES), help=f"comma list of {list(FAMILIES)}")
-    parser.add_argument("--tokens", type=int, default=4096, help="context length of every family but 'long'")
-    parser.add_argument("--long-tokens", default="16384", help="context lengths of the 'long' family, comma list")
-    parser.add_argument("--queries", type=int, default=32, help="query rows per request (its last tokens)")
-    parser.add_argument("--needle-depths", default="0.05,0.25,0.5,0.75,0.95",
-                        help="needle positions as fractions of the prompt")
-    parser.add_argument("--needle-strength", type=float, default=1.0,
-                        help="how hard the queries seek the needles (synthetic.make_request's needle_strength)")
-    parser.add_argument("--topk", type=int, default=16, help="top-k blocks of 128 tokens")
-    parser.add_argument("--scale-modes", default="ceil,floor,mse", help="ScaleModes of the MXFP4 cache")
-    parser.add_argument("--caches", default="fp8,bf16", help="reference caches through the oracle (fp8,bf16)")
+    parser.add_argument("--families", metavar="NAME,...", type=argtypes.comma_list(argtypes.one_of(FAMILIES),
+                                                                                    "family names"),
+                        default=",".join(FAMILIES), help=f"comma list of {list(FAMILIES)} (default: all)")
+    parser.add_argument("--tokens", metavar="TOKENS", type=argtypes.positive_int, default=4096,
+                        help="context length in tokens of every family but 'long' (default: %(default)s)")
+    parser.add_argument("--long-tokens", metavar="TOKENS,...", type=argtypes.positive_ints, default="16384",
+                        help="context lengths in tokens of the 'long' family, comma list (default: %(default)s)")
+    parser.add_argument("--queries", metavar="ROWS", type=argtypes.positive_int, default=32,
+                        help="query rows per request (its last tokens), fewer than the shortest context "
+                        "(default: %(default)s)")
+    parser.add_argument("--needle-depths", metavar="FRACTION,...", type=argtypes.fractions,
+                        default="0.05,0.25,0.5,0.75,0.95",
+                        help="needle positions as fractions in [0, 1] of the prompt (default: %(default)s)")
+    parser.add_argument("--needle-strength", metavar="X", type=argtypes.non_negative_float, default=1.0,
+                        help="how hard the queries seek the needles, a multiple of the query RMS "
+                        "(synthetic.make_request's needle_strength; default: %(default)s)")
+    parser.add_argument("--topk", metavar="BLOCKS", type=argtypes.positive_int, default=16,
+                        help=f"top-k blocks of {PAGE_SIZE} tokens each (default: %(default)s)")
+    parser.add_argument("--scale-modes", metavar="MODE,...", type=argtypes.scale_modes, default="ceil,floor,mse",
+                        help=f"ScaleModes of the MXFP4 cache, comma list of {[m.value for m in ScaleMode]} "
+                        "(default: %(default)s)")
+    parser.add_argument("--caches", metavar="DTYPE,...", type=argtypes.comma_list(
+                        argtypes.one_of(REFERENCE_CACHES), "reference caches", allow_empty=True), default="fp8,bf16",
+                        help=f"reference caches through the oracle, comma list of {list(REFERENCE_CACHES)}, '' for "
+                        "none (default: %(default)s)")
     parser.add_argument("--no-emulate", dest="emulate", action="store_false",
-                        help="skip the oracle-with-MXFP4-rounding rows")
+                        help="skip the oracle-with-MXFP4-rounding rows (default: run them)")
     parser.add_argument("--dense", action="store_true",
-                        help="also run the dense layer (full attention, no selection): codec error alone")
-    parser.add_argument("--seeds", default="0", help="seeds, comma list (one request per family and seed)")
-    parser.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
-    parser.add_argument("--backend", default=None, choices=["torch", "triton", "flydsl"],
-                        help="force a backend (default: best available)")
-    parser.add_argument("--out-dir", default=None, help="write results.json, results.md and plots here")
-    parser.add_argument("--no-plots", dest="plots", action="store_false", help="skip the matplotlib plots")
-    parser.add_argument("--from-results", default=None,
-                        help="run nothing: re-render results.md and the plots from this results.json into --out-dir")
+                        help="also run the dense layer (full attention, no selection): codec error alone "
+                        "(default: off)")
+    parser.add_argument("--seeds", metavar="SEED,...", type=argtypes.seeds, default="0",
+                        help="seeds, comma list (one request per family and seed) (default: %(default)s)")
+    parser.add_argument("--device", type=argtypes.device, default=None,
+                        help="cpu | cuda | cuda:N (default: cuda when available, else cpu)")
+    parser.add_argument("--backend", default=None, choices=BACKENDS,
+                        help="force a kernel backend; it must run on --device (default: the best for the device)")
+    parser.add_argument("--out-dir", metavar="DIR", type=argtypes.output_dir, default=None,
+                        help="write results.json, results.md and plots into this folder (default: print only)")
+    parser.add_argument("--no-plots", dest="plots", action="store_false",
+                        help="skip the matplotlib plots (default: write them with --out-dir)")
+    parser.add_argument("--from-results", metavar="JSON", type=argtypes.existing_file, default=None,
+                        help="run nothing: re-render results.md and the plots from this results.json into --out-dir "
+                        "(default: run the study)")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """What no single flag can check: --queries against the shortest context of the families asked for."""
+    unknown = sorted(set(args.families) - set(FAMILIES))
+    expect(not unknown, "--families", f"a subset of {list(FAMILIES)}", f"unknown {unknown}")
+    shortest = min([args.tokens] + (list(args.long_tokens) if "long" in args.families else []))
+    expect(args.queries < shortest, "--queries", f"fewer than {shortest} (the shortest context, --tokens / "
+           "--long-tokens)", args.queries)
+
+
+def check(args: argparse.Namespace) -> None:
+    """The CLI's check (atom_mxfp4.cli.command): --from-results runs nothing else; the flag combinations."""
+    if args.from_results:
+        refuse_others(args, "--from-results", ("--out-dir", "--no-plots"))
+        return
+    check_arguments(args)
+    check_backend(args)
+
+
+def _read_results(path: str | Path) -> dict:
+    try:
+        results = json.loads(Path(path).read_text())
+        expect(isinstance(results, dict) and "rows" in results, str(path), "a results.json with 'rows'",
+               "other JSON")
+        return results
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        fail(str(path), "a results.json written by eval accuracy", f"{type(error).__name__}: {error}")
 
 
 def run_study(args: argparse.Namespace) -> dict:
     """Run every case, print the table, write results (json, md, png) to args.out_dir; return the results dict."""
     if args.from_results:  # re-render a finished (or cut-short) run, e.g. one that came back from the H200
-        return write_report(json.loads(Path(args.from_results).read_text()), Path(args.out_dir or "."), args.plots)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    families = [f for f in args.families.split(",") if f]
-    unknown = sorted(set(families) - set(FAMILIES))
-    expect(not unknown, "--families", f"a subset of {list(FAMILIES)}", f"unknown {unknown}")
-    shortest = min([args.tokens] + _int_list(args.long_tokens) if "long" in families else [args.tokens])
-    expect(1 <= args.queries < shortest, "--queries", f"in [1, {shortest}) (the shortest context)", args.queries)
-    cases = [(f, n, s) for f in families for n in (_int_list(args.long_tokens) if f == "long" else [args.tokens])
-             for s in _int_list(args.seeds)]
+        return write_report(_read_results(args.from_results), Path(args.out_dir or "."), args.plots)
+    check_arguments(args)
+    device = resolved_device(args)
+    cases = [(f, n, s) for f in args.families for n in (args.long_tokens if f == "long" else [args.tokens])
+             for s in args.seeds]
     started = time.time()
     out = Path(args.out_dir) if args.out_dir else None
     if out:

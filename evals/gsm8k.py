@@ -20,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from atom_mxfp4.errors import expect, fail
+
 from .stats import PairedComparison, compare, proportion
 
 FILTERS = ("strict-match", "flexible-extract")
@@ -57,8 +59,7 @@ def local_task_config(data_dir: str | Path) -> dict:
     root = Path(data_dir).expanduser().resolve()
     files = {split: root / f"{split}.jsonl" for split in ("train", "test")}
     missing = [str(p) for p in files.values() if not p.is_file()]
-    if missing:
-        raise ValueError(f"data_dir must hold train.jsonl and test.jsonl, missing {missing}")
+    expect(not missing, "data_dir", "a folder holding train.jsonl and test.jsonl", f"{root} (missing {missing})")
     return {
         "task": LOCAL_TASK,
         "dataset_path": "json",
@@ -116,10 +117,8 @@ def run_gsm8k(url: str, *, model: str | None = None, api: str = "completions", d
               num_fewshot: int = 5, tokenizer_backend: str = "none", timeout: int = 600,
               label: str = "", task_manager=None) -> RunResult:
     """Run lm-eval GSM8K against one server and return per-question outcomes for both filters."""
-    if api not in ("completions", "chat"):
-        raise ValueError(f"api must be 'completions' or 'chat', got {api!r}")
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be >= 1 or None, got {limit}")
+    expect(api in ("completions", "chat"), "api", "'completions' or 'chat'", repr(api))
+    expect(limit is None or limit >= 1, "limit", ">= 1 or None", limit)
     if data_dir:  # fully offline: no Hub look-ups by datasets / huggingface_hub (read when they are imported)
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -187,9 +186,8 @@ def summarize(run: RunResult, baseline: RunResult | None = None) -> dict:
             out["filters"][f] = {"candidate": p.__dict__, "doc_ids": ids, "candidate_outcomes": run.vector(f, ids)}
             continue
         base_ids = sorted(baseline.outcomes[f])
-        if ids != base_ids:
-            raise RuntimeError(f"candidate and baseline answered different questions for {f}: "
-                               f"{len(ids)} vs {len(base_ids)} doc ids")
+        expect(ids == base_ids, f"the candidate's and the baseline's questions ({f})", "the same (same --limit "
+               "and data)", f"{len(ids)} vs {len(base_ids)} doc ids")
         cmp: PairedComparison = compare(run.vector(f, ids), baseline.vector(f, ids))
         out["filters"][f] = {
             "candidate": cmp.a.__dict__, "baseline": cmp.b.__dict__,
@@ -228,16 +226,19 @@ def format_table(summary: dict) -> str:
 
 def load_run(path: str | Path, side: str = "candidate") -> RunResult:
     """A run back from a summary JSON written by `eval gsm8k --output` (its `side`: candidate or baseline)."""
-    summary = json.loads(Path(path).read_text())
-    if side not in summary:
-        raise ValueError(f"{path} must hold a {side!r} run, got keys {sorted(summary)}")
-    outcomes = {}
-    for f in FILTERS:
-        row = summary["filters"][f]
-        outcomes[f] = dict(zip(row["doc_ids"], row[f"{side}_outcomes"]))
-    info = summary[side]
-    return RunResult(url=info["url"], model=info["model"], outcomes=outcomes, seconds=info.get("seconds", 0.0),
-                     lm_eval_scores=info.get("lm_eval_scores", {}))
+    try:
+        summary = json.loads(Path(path).read_text())
+        expect(isinstance(summary, dict) and side in summary, str(path), f"a summary holding a {side!r} run",
+               f"keys {sorted(summary) if isinstance(summary, dict) else type(summary).__name__}")
+        outcomes = {}
+        for f in FILTERS:
+            row = summary["filters"][f]
+            outcomes[f] = dict(zip(row["doc_ids"], row[f"{side}_outcomes"]))
+        info = summary[side]
+        return RunResult(url=info["url"], model=info["model"], outcomes=outcomes, seconds=info.get("seconds", 0.0),
+                         lm_eval_scores=info.get("lm_eval_scores", {}))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as error:
+        fail(str(path), "a summary JSON written by `eval gsm8k --output`", f"{type(error).__name__}: {error}")
 
 
 def compare_files(candidate: str | Path, baseline: str | Path) -> dict:

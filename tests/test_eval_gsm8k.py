@@ -114,8 +114,10 @@ def test_gsm8k_compare_two_saved_runs(servers, tmp_path, capsys):
         b = sum(x and not y for x, y in zip(want_c[f], want_b[f]))
         c = sum(y and not x for x, y in zip(want_c[f], want_b[f]))
         assert (row["mcnemar"]["b"], row["mcnemar"]["c"]) == (b, c)
-    with pytest.raises(SystemExit, match="--url is required"):
+    with pytest.raises(SystemExit) as exit_info:
         main(["eval", "gsm8k", "--limit", "3"])
+    assert exit_info.value.code == 2
+    assert "error: --url must be given (or --compare" in capsys.readouterr().err
 
 
 @needs_data

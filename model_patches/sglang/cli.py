@@ -2,6 +2,10 @@
 
 The plugin itself is loaded by SGLang through its entry point (in the server and every scheduler process); this
 wrapper only adds ``--kv-cache-dtype mxfp4`` and passes every other argument through unchanged.
+
+The wrapper's own flags (``--dry-run``, ``-h``) come first; the first other argument (or what follows ``--``)
+starts the SGLang arguments. ``--dry-run`` is the wrapper's wherever it stands (``sglang serve`` has no such flag),
+so a line holding it never starts SGLang.
 """
 
 from __future__ import annotations
@@ -11,9 +15,37 @@ import os
 import shlex
 import sys
 
+from atom_mxfp4.cli import HelpFormatter, command
+from atom_mxfp4.errors import expect
+
 from .geometry import KV_CACHE_DTYPE
 
 SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
+DRY_RUN = "--dry-run"
+HELP = ("-h", "--help")
+EXAMPLES = (  # shown by --help; tests/test_cli.py parses each one
+    "atom-mxfp4 serve MiniMaxAI/MiniMax-M3 --tp 4",
+    "atom-mxfp4 serve --model-path MiniMaxAI/MiniMax-M3 --tp 4",
+    "atom-mxfp4 serve --dry-run -- --model-path MiniMaxAI/MiniMax-M3 --tp 4",
+)
+
+
+def rewrite_argv(tokens: list[str]) -> list[str]:
+    """serve's tokens as ``[wrapper flags] -- [SGLang arguments]`` for argparse.
+
+    argparse's REMAINDER positional cannot start with an option it does not know (``--model-path``) and keeps a
+    ``--dry-run`` that follows the first SGLang argument for SGLang; this split does neither.
+    """
+    tokens = list(tokens)
+    wrapper = []
+    while tokens and tokens[0] in (DRY_RUN, *HELP):
+        wrapper.append(tokens.pop(0))
+    if tokens[:1] == ["--"]:
+        tokens.pop(0)
+    if DRY_RUN in tokens:
+        wrapper.append(DRY_RUN)
+        tokens = [t for t in tokens if t != DRY_RUN]
+    return wrapper + ["--"] + tokens
 
 
 def sglang_command(passthrough: list[str]) -> list[str]:
@@ -22,30 +54,48 @@ def sglang_command(passthrough: list[str]) -> list[str]:
     if args[:1] == ["--"]:
         args = args[1:]
     for i, arg in enumerate(args):
-        value = arg.split("=", 1)[1] if arg.startswith("--kv-cache-dtype=") else (
-            args[i + 1] if arg == "--kv-cache-dtype" and i + 1 < len(args) else None)
-        if value is not None and value != KV_CACHE_DTYPE:
-            raise SystemExit(f"atom-mxfp4 serve: --kv-cache-dtype must be {KV_CACHE_DTYPE} (or left out), got {value}")
+        if arg == "--kv-cache-dtype":
+            value = args[i + 1] if i + 1 < len(args) else "nothing"
+        elif arg.startswith("--kv-cache-dtype="):
+            value = arg.split("=", 1)[1]
+        else:
+            continue
+        expect(value == KV_CACHE_DTYPE, "--kv-cache-dtype", f"{KV_CACHE_DTYPE} (or left out)", value)
     if not any(a == "--kv-cache-dtype" or a.startswith("--kv-cache-dtype=") for a in args):
         args += ["--kv-cache-dtype", KV_CACHE_DTYPE]
     return SGLANG + ["serve"] + args
 
 
+def _passthrough(args) -> list[str]:
+    # argparse keeps the "--" that rewrite_argv put in front of the REMAINDER on some Python versions
+    return args.sglang_args[1:] if args.sglang_args[:1] == ["--"] else args.sglang_args
+
+
+def check(args) -> None:
+    passthrough = _passthrough(args)
+    expect(bool(passthrough), "the SGLang arguments", "given (MODEL_PATH [OPTIONS ...] or --model-path M ...)",
+           "none")
+    sglang_command(passthrough)  # refuses a conflicting --kv-cache-dtype
+
+
 def run(args) -> int:
-    command = sglang_command(args.sglang_args)
+    command_line = sglang_command(_passthrough(args))
     if args.dry_run:
-        print(shlex.join(command))
+        print(shlex.join(command_line))
         return 0
-    os.execv(command[0], command)  # replaces this process: signals and exit status are SGLang's
+    os.execv(command_line[0], command_line)  # replaces this process: signals and exit status are SGLang's
     return 0  # not reached
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "serve", help="sglang serve with --kv-cache-dtype mxfp4 (MiniMax-M3 sparse models)",
-        description=__doc__ + "\nExample: atom-mxfp4 serve --model-path MiniMaxAI/MiniMax-M3 --tp 4",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dry-run", action="store_true", help="print the sglang command instead of running it")
-    parser.add_argument("sglang_args", nargs=argparse.REMAINDER, help="arguments passed to sglang serve")
-    parser.set_defaults(handler=run)
+        description=__doc__ + "\nExamples:\n" + "\n".join(f"  {e}" for e in EXAMPLES),
+        formatter_class=HelpFormatter)
+    parser.add_argument(DRY_RUN, action="store_true",
+                        help="print the sglang command instead of running it (default: run it)")
+    parser.add_argument("sglang_args", nargs=argparse.REMAINDER, metavar="SGLANG_ARGS",
+                        help="arguments passed to sglang serve unchanged, --kv-cache-dtype mxfp4 added "
+                        "(a model path first, or --model-path M; anything else sglang serve takes)")
+    command(parser, run, check)
     return parser
