@@ -222,11 +222,9 @@ def test_attention_hook_passes_other_backends_through(setup):
 
 
 def test_backend_refuses_to_start_without_its_hooks(setup, monkeypatch):
-    from sglang.srt.plugins.hook_registry import HookRegistry
-
-    from atom_mxfp4.model_patches.sglang.hooks import T_ATTENTION_FORWARD
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
     backend, _ = setup
-    monkeypatch.setattr(HookRegistry, "_patched", HookRegistry._patched - {T_ATTENTION_FORWARD})
+    monkeypatch.setattr(MiniMaxM3Attention, "forward", MiniMaxM3Attention.forward.__wrapped__)  # SGLang's own
     runner = SimpleNamespace(token_to_kv_pool=backend.pool, req_to_token_pool=None, model_config=None)
     with pytest.raises(RuntimeError, match="hooks must be applied by sglang.srt.plugins.load_plugins.*minimax_m3"):
         AtomMXFP4AttnBackend(runner)

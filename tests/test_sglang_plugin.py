@@ -36,6 +36,7 @@ from sglang.srt.plugins.hook_registry import HookRegistry  # noqa: E402
 from atom_mxfp4.cache import RECORD_BYTES, capacity_ratio  # noqa: E402
 from atom_mxfp4.model_patches.sglang import hooks  # noqa: E402
 from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME  # noqa: E402
+from atom_mxfp4.model_patches.sglang.targets import hook_applied  # noqa: E402
 
 
 
@@ -68,6 +69,8 @@ def test_entry_point_is_declared_and_loaded():
     targets = {hooks.T_ADD_CLI_ARGS, hooks.T_CONFIGURE_DTYPE, hooks.T_CELL_SIZE, hooks.T_BUILD_POOL,
                hooks.T_ATTENTION_FORWARD, hooks.T_BACKEND_WRAPPER}
     assert targets <= HookRegistry._patched, f"hooks not applied: {targets - HookRegistry._patched}"
+    assert all(hook_applied(t) for t in targets)  # what the backend checks at start-up
+    assert not hook_applied("sglang.srt.server_args.prepare_server_args")  # a function nobody hooked
 
 
 @pytest.mark.parametrize("tp", [1, 2])

@@ -27,14 +27,9 @@ from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attentio
 
 from .geometry import check_model
 from .pool import MXFP4MiniMaxKVPool
+from .targets import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, attn_tp_size, hook_applied
 
 KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # torch | triton | flydsl; unset = atom_mxfp4.backends' choice
-
-
-def _attn_tp_size() -> int:
-    """The attention TP size of this process (SGLang's runtime context; raises if nothing is published)."""
-    from sglang.srt.runtime_context import get_parallel
-    return int(get_parallel().attn_tp_size)
 
 
 def _attend_capture_stub(backend, module, qkv, out) -> None:
@@ -48,10 +43,7 @@ def _attend(backend, module, qkv, out) -> None:
 
 class AtomMXFP4AttnBackend(AttentionBackend):
     def __init__(self, runner, kernel_backend: str | None = None):
-        from sglang.srt.plugins.hook_registry import HookRegistry
-
-        from .hooks import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER
-        missing = sorted({T_ATTENTION_FORWARD, T_BACKEND_WRAPPER} - HookRegistry._patched)
+        missing = [t for t in (T_ATTENTION_FORWARD, T_BACKEND_WRAPPER) if not hook_applied(t)]
         expect(not missing, "the atom_mxfp4 plugin's SGLang hooks", "applied by sglang.srt.plugins.load_plugins()",
                f"not applied: {missing} (see the SGLang log for why)", RuntimeError)
         pool = runner.token_to_kv_pool
@@ -59,7 +51,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                "(--kv-cache-dtype mxfp4 builds it)", type(pool).__name__, TypeError)
         self.pool = self.token_to_kv_pool = pool
         self.req_to_token = runner.req_to_token_pool.req_to_token  # [max_reqs, max_context] i32 slot ids
-        self.geometry = check_model(runner.model_config.hf_config, attn_tp_size=_attn_tp_size())
+        self.geometry = check_model(runner.model_config.hf_config, attn_tp_size=attn_tp_size())
         self.kernel_backend = kernel_backend or os.environ.get(KERNEL_BACKEND_ENV) or None
         self.max_pages = (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE
         self.configs = {sparse: self.geometry.layer_config(sparse) for sparse in (False, True)}

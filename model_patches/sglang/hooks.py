@@ -10,14 +10,8 @@ from __future__ import annotations
 import torch
 
 from .geometry import BACKEND_NAME, KV_CACHE_DTYPE, check_model, check_server_settings, layer_ids
-
-# HookRegistry targets (dotted paths resolved by SGLang when it applies the hooks)
-T_ADD_CLI_ARGS = "sglang.srt.server_args.ServerArgs.add_cli_args"
-T_CONFIGURE_DTYPE = "sglang.srt.mem_cache.kv_cache_dtype.configure_kv_cache_dtype"
-T_CELL_SIZE = "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurator._compute_cell_size"
-T_BUILD_POOL = "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_minimax_sparse_kv_pool"
-T_ATTENTION_FORWARD = "sglang.srt.models.minimax_m3.MiniMaxM3Attention.forward"
-T_BACKEND_WRAPPER = "sglang.srt.layers.attention.attention_registry.attn_backend_wrapper"
+from .targets import (T_ADD_CLI_ARGS, T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, T_BUILD_POOL,  # noqa: F401
+                      T_CELL_SIZE, T_CONFIGURE_DTYPE, attn_tp_size)
 
 
 def add_cli_choice(result, parser):
@@ -48,8 +42,7 @@ def _local_layers(kvc):
 
 
 def _kv_heads(kvc) -> int:
-    from .backend import _attn_tp_size
-    return kvc.model_config.get_num_kv_heads(_attn_tp_size())
+    return kvc.model_config.get_num_kv_heads(attn_tp_size())
 
 
 def compute_cell_size(original, self, kvc, num_layers):
