@@ -228,3 +228,38 @@ def test_backend_refuses_to_start_without_its_hooks(setup, monkeypatch):
     runner = SimpleNamespace(token_to_kv_pool=backend.pool, req_to_token_pool=None, model_config=None)
     with pytest.raises(RuntimeError, match="hooks must be applied by sglang.srt.plugins.load_plugins.*minimax_m3"):
         AtomMXFP4AttnBackend(runner)
+
+
+def test_attention_is_an_eager_break_of_prefill_graphs_and_padding_rows_stay_out(setup):
+    """Regression (the H200 'serve for real' run): with SGLang's breakable prefill CUDA graphs the whole attention
+    module was captured, so a replay read the capture batch's metadata (index out of bounds at the first prompt).
+    The layer's attention is now an ``eager_on_graph`` break: at replay it runs eagerly on the metadata of the
+    served batch, whose ``n`` real tokens come first in a bucket padded to the captured size; the padding rows get
+    zeros and write no cache slot."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+
+    from atom_mxfp4.model_patches.sglang import backend as backend_module
+    assert callable(getattr(backend_module._attend, "run_eager", None))  # what eager_on_graph adds to a break
+    backend, req_to_token = setup
+    gen = torch.Generator().manual_seed(11)
+    config = backend.configs[True]
+    module = StandInAttention(1, True, (config.num_q_heads + 2 * config.num_kv_heads) * 128, gen)
+    new = {0: 37, 1: 20}
+    fb = forward_batch(backend, req_to_token, {0: 0, 1: 0}, new)
+    hidden = (torch.randn(57, config.qkv_width, generator=gen)).bfloat16()
+    padded = torch.cat([hidden, torch.full((7, config.qkv_width), float("nan"), dtype=torch.bfloat16)])
+    records = [cache.records.clone() for cache in backend.pool.layer_caches(1)[:2]]
+    backend.init_forward_metadata(fb)  # the served batch (57 tokens), as the replay path builds it
+    with forward_context(ForwardContext(attn_backend=backend)):
+        out_padded = MiniMaxM3Attention.forward(module, fb.positions, padded, fb)
+        written_padded = [cache.records.clone() for cache in backend.pool.layer_caches(1)[:2]]
+        for cache, before in zip(backend.pool.layer_caches(1)[:2], records):
+            cache.records.copy_(before)
+        out = MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+    written = [cache.records for cache in backend.pool.layer_caches(1)[:2]]
+    assert all(torch.equal(a, b) for a, b in zip(written_padded, written))  # the same slots, the same bytes
+    assert torch.equal(out_padded[:57], out)
+    assert torch.equal(out_padded[57:], torch.zeros_like(out_padded[57:]))
+    backend.forward_metadata = None
+    with forward_context(ForwardContext(attn_backend=backend)), pytest.raises(ValueError, match="forward metadata"):
+        MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
