@@ -63,16 +63,26 @@ if [ "$MODE" = serve ]; then
   # (1) defaults: radix cache, chunked prefill (8192 here), prefill + decode CUDA graphs
   timeout 250 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
     -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
-  # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches
+  # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches on
+  # the same weights, three servers at once (small pools: --max-total-tokens bounds each whatever the others hold)
+  port=31010
   for kv in mxfp4 fp8_e4m3 bf16; do
     backend=""; [ "$kv" = mxfp4 ] || backend="--attention-backend triton"
-    timeout 95 $CHECK --label agree-$kv --scenarios startup,agreement --hidden \
-      -- $COMMON --kv-cache-dtype $kv $backend --disable-cuda-graph --enable-return-hidden-states || STATUS=1
+    port=$((port + 1))
+    timeout 200 $CHECK --label agree-$kv --scenarios startup,agreement --hidden --port $port \
+      -- $COMMON --kv-cache-dtype $kv $backend --disable-cuda-graph --enable-return-hidden-states \
+      --mem-fraction-static 0.5 --max-total-tokens 262144 > "$RES/agree-$kv.out" 2>&1 &
   done
+  wait
+  cat "$RES"/agree-*.out
+  grep -q "agree-.*: ok;" "$RES"/agree-mxfp4.out || STATUS=1
   for kv in mxfp4 fp8_e4m3; do
     python3 -m atom_mxfp4.evals.serve_check compare "$RES/agree-$kv.json" "$RES/agree-bf16.json" \
       --output "$RES/agreement-$kv-vs-bf16.md" || STATUS=1
   done
+  # the default server (prefill + decode CUDA graphs) against the eager one: the same kernels, so the same numbers
+  python3 -m atom_mxfp4.evals.serve_check compare "$RES/mxfp4.json" "$RES/agree-mxfp4.json" \
+    --output "$RES/graphs-vs-eager-mxfp4.md" || STATUS=1
 elif [ "$MODE" = eval ]; then
   DATA="$ROOT/.data/gsm8k"
   [ -f "$DATA/test.jsonl" ] || { echo "no GSM8K data carried at .data/gsm8k"; exit 2; }

@@ -54,3 +54,15 @@ def test_real_server_default_settings(server):
     assert report["prefix_reuse"]["cached_tokens"][1] >= 3 * 128
     assert report["startup"]["pool_tokens"] == 32768
     assert "memory leak" not in log
+
+
+def test_rust_tree_core_check_detects_the_h200_failure_mode():
+    """On the H200 (torch 2.11) SGLang's prebuilt Rust radix tree read an int64 insert value as another dtype and
+    the scheduler died at the first cached prefix. The harness's check passes where the binary reads tensors right
+    (here) and raises exactly that error for a value of the wrong dtype."""
+    import torch
+    from sglang_env import rust_tree_core_check
+
+    assert rust_tree_core_check.main() == 0
+    with pytest.raises(ValueError, match="insert value must be an int64 tensor, got Uint8"):
+        rust_tree_core_check.insert_once(torch.arange(8, dtype=torch.uint8))

@@ -13,19 +13,24 @@ import sys
 import torch
 
 
+def insert_once(value: torch.Tensor) -> None:
+    """One radix insert of ``value`` (8 slot ids) through SGLang's Rust binding, as RustUnifiedTreeCore does it."""
+    from sglang.srt.mem_cache.rust_tree_core.extension import bindings as b
+    params = b.TreeCoreInitParamsBinding(
+        eviction_policy="lru", slru_protected_threshold=2, tlru_tail_budget=0, tlru_float_config=None,
+        page_size=4, is_write_back=False, enable_hicache=False, write_through_threshold=256, device="cpu",
+        swa_sliding_window_size=None, swa_req_ring=False, enable_kv_cache_events=False,
+        dynamo_kv_event_format=False, mamba_cache_chunk_size=None, mamba_max_states_per_path=None)
+    core = b.RustUnifiedTreeCoreBinding(params, [0])  # component 0: FULL
+    core.begin_insert(b.InsertParamsBinding(
+        key=array.array("q", range(8)), value=value, extra_key=None, cache_salt=None, session_id=None,
+        mamba_value=None, prev_prefix_len=0, swa_evicted_seqlen=0, swa_branching_seqlen=None, inserted_len=0,
+        priority=0, track_adopted_ranges=False, rotation_base=None))
+
+
 def main() -> int:
     try:
-        from sglang.srt.mem_cache.rust_tree_core.extension import bindings as b
-        params = b.TreeCoreInitParamsBinding(
-            eviction_policy="lru", slru_protected_threshold=2, tlru_tail_budget=0, tlru_float_config=None,
-            page_size=4, is_write_back=False, enable_hicache=False, write_through_threshold=256, device="cpu",
-            swa_sliding_window_size=None, swa_req_ring=False, enable_kv_cache_events=False,
-            dynamo_kv_event_format=False, mamba_cache_chunk_size=None, mamba_max_states_per_path=None)
-        core = b.RustUnifiedTreeCoreBinding(params, [0])  # component 0: FULL
-        core.begin_insert(b.InsertParamsBinding(
-            key=array.array("q", range(8)), value=torch.arange(8, dtype=torch.int64), extra_key=None,
-            cache_salt=None, session_id=None, mamba_value=None, prev_prefix_len=0, swa_evicted_seqlen=0,
-            swa_branching_seqlen=None, inserted_len=0, priority=0, track_adopted_ranges=False, rotation_base=None))
+        insert_once(torch.arange(8, dtype=torch.int64))
     except Exception as error:
         print(f"rust tree core: FAILED with torch {torch.__version__}: {type(error).__name__}: {error}")
         return 1
