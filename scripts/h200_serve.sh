@@ -12,7 +12,8 @@
 #        (prefix reuse, chunked prefill, mixed batches, a 64-request burst with cancels and leak checks, graphs);
 #        (2) agreement: the same prompts on mxfp4, fp8_e4m3 and bf16 KV caches (same weights, eager), greedy tokens,
 #        logprobs and last hidden states compared against bf16 (SGLang's own MiniMax sparse backend).
-# eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server, A/B against the bf16 server.
+# eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server, A/B against the bf16 server;
+#        then, with T_GPU_TESTS=seconds, tests/gpu and tests/test_triton_ops.py on the GPU.
 # Results: $OUT/serve/*.json, *.md, server logs, packed in $OUT/serve_<mode>.tar.gz (+ the summary .md files).
 set -u -o pipefail
 MODE=${1:-serve}
@@ -108,7 +109,12 @@ elif [ "$MODE" = eval ]; then
     STATUS=1
   fi
   for label in mxfp4 bf16; do kill -TERM -- -"$(cat "$RES/pid-$label")" 2>/dev/null; done
-  sleep 2
+  sleep 3
+  # the GPU tests in the same call (the kernels the servers just ran): tests/gpu + the op tests compiled for the GPU
+  if [ "${T_GPU_TESTS:-0}" -gt 0 ]; then
+    (cd "$ROOT" && timeout "$T_GPU_TESTS" python3 -m pytest -q -m "gpu or not gpu" tests/gpu tests/test_triton_ops.py \
+      -p no:cacheprovider 2>&1 | tail -40) || STATUS=1
+  fi
 else
   echo "usage: OUT=... bash scripts/h200_serve.sh serve|eval"; exit 2
 fi
