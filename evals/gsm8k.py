@@ -77,6 +77,7 @@ class RunResult:
     outcomes: dict[str, dict[int, int]]
     seconds: float
     lm_eval_scores: dict[str, float] = field(default_factory=dict)
+    responses: dict[int, str] = field(default_factory=dict)  # doc id -> the server's generated text
 
     def vector(self, filter_name: str, doc_ids: list[int]) -> list[int]:
         return [self.outcomes[filter_name][d] for d in doc_ids]
@@ -157,23 +158,27 @@ def run_gsm8k(url: str, *, model: str | None = None, api: str = "completions", d
     )
     seconds = time.time() - start
     outcomes: dict[str, dict[int, int]] = {f: {} for f in FILTERS}
+    responses: dict[int, str] = {}
     for sample in results["samples"][task_name]:
         name = sample["filter"]
         if name in outcomes:
             outcomes[name][int(sample["doc_id"])] = int(round(float(sample["exact_match"])))
+        responses[int(sample["doc_id"])] = str(sample["resps"][0][0])
     scores = {f: float(results["results"][task_name][f"exact_match,{f}"]) for f in FILTERS}
     for f in FILTERS:
         if not outcomes[f]:
             raise RuntimeError(f"lm-eval returned no samples for filter {f!r} of task {task_name}")
     print(f"[gsm8k{label}] done in {seconds:.1f}s: " + ", ".join(f"{f} {scores[f]:.4f}" for f in FILTERS),
           file=sys.stderr, flush=True)
-    return RunResult(url=url, model=model, outcomes=outcomes, seconds=seconds, lm_eval_scores=scores)
+    return RunResult(url=url, model=model, outcomes=outcomes, seconds=seconds, lm_eval_scores=scores,
+                     responses=responses)
 
 
 def summarize(run: RunResult, baseline: RunResult | None = None) -> dict:
     """JSON-ready summary: per filter the score(s) with stderr, and with a baseline the paired comparison."""
     def meta(r: RunResult) -> dict:  # lm_eval_scores: lm-eval's own aggregate, a cross-check of `mean`
-        return {"url": r.url, "model": r.model, "seconds": round(r.seconds, 2), "lm_eval_scores": r.lm_eval_scores}
+        return {"url": r.url, "model": r.model, "seconds": round(r.seconds, 2), "lm_eval_scores": r.lm_eval_scores,
+                "responses": {str(k): v for k, v in sorted(r.responses.items())}}
 
     out: dict = {"candidate": meta(run)}
     if baseline is not None:

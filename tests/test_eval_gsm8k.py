@@ -86,6 +86,10 @@ def test_gsm8k_ab_matches_rule(servers, tmp_path, capsys):
         assert f"| {f} | {limit} | {row['candidate']['mean']:.4f} ± {row['candidate']['stderr']:.4f} |" \
                f" {row['baseline']['mean']:.4f}" in captured.out
         assert f"| {b} / {c} |" in captured.out
+    # per-question records: the text each server generated, per doc id (the "The answer is" form is the F class)
+    responses = summary["candidate"]["responses"]
+    assert sorted(int(k) for k in responses) == list(range(limit))
+    assert ("The answer is" in responses["1"]) and ("####" in responses["0"])
     # the rule makes the two filters differ, so a swapped filter would be caught
     assert summary["filters"]["strict-match"]["candidate"]["correct"] == 7
     assert summary["filters"]["flexible-extract"]["candidate"]["correct"] == 14
