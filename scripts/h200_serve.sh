@@ -12,8 +12,9 @@
 #        (prefix reuse, chunked prefill, mixed batches, a 64-request burst with cancels and leak checks, graphs);
 #        (2) agreement: the same prompts on mxfp4, fp8_e4m3 and bf16 KV caches (same weights, eager), greedy tokens,
 #        logprobs and last hidden states compared against bf16 (SGLang's own MiniMax sparse backend).
-# eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server, A/B against the bf16 server;
-#        then, with T_GPU_TESTS=seconds, tests/gpu and tests/test_triton_ops.py on the GPU.
+#        With T_GPU_TESTS=seconds, then tests/gpu and tests/test_triton_ops.py on the GPU (the kernels just served).
+# eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
+#        bf16 server, McNemar on the per-question outcomes).
 # Results: $OUT/serve/*.json, *.md, server logs, packed in $OUT/serve_<mode>.tar.gz (+ the summary .md files).
 set -u -o pipefail
 MODE=${1:-serve}
@@ -84,6 +85,11 @@ if [ "$MODE" = serve ]; then
   # the default server (prefill + decode CUDA graphs) against the eager one: the same kernels, so the same numbers
   python3 -m atom_mxfp4.evals.serve_check compare "$RES/mxfp4.json" "$RES/agree-mxfp4.json" \
     --output "$RES/graphs-vs-eager-mxfp4.md" || STATUS=1
+  # the GPU tests in the same call (the kernels the servers just ran): tests/gpu + the op tests compiled for the GPU
+  if [ "${T_GPU_TESTS:-0}" -gt 0 ]; then
+    (cd "$ROOT" && timeout "$T_GPU_TESTS" python3 -m pytest -q -m "gpu or not gpu" tests/gpu tests/test_triton_ops.py \
+      -p no:cacheprovider 2>&1 | tail -40) || STATUS=1
+  fi
 elif [ "$MODE" = eval ]; then
   DATA="$ROOT/.data/gsm8k"
   [ -f "$DATA/test.jsonl" ] || { echo "no GSM8K data carried at .data/gsm8k"; exit 2; }
@@ -97,24 +103,20 @@ elif [ "$MODE" = eval ]; then
     for _ in $(seq 300); do grep -q "ready to roll" "$RES/server-gsm8k-$1.log" && return 0; sleep 1; done
     tail -30 "$RES/server-gsm8k-$1.log"; return 1
   }
-  # one after the other: each sizes its pool from the memory free when it starts (the second takes 0.3 more of it)
   start mxfp4 31001 --kv-cache-dtype mxfp4
-  ready mxfp4 && start bf16 31002 --kv-cache-dtype bf16 --attention-backend triton --disable-cuda-graph \
-    --mem-fraction-static 0.6
-  if ready mxfp4 && ready bf16; then
-    timeout 420 python3 -m atom_mxfp4.cli eval gsm8k --url http://127.0.0.1:31001 \
-      --baseline-url http://127.0.0.1:31002 --data-dir "$DATA" --limit 50 --num-concurrent 16 --max-gen-toks 256 \
-      --output "$RES/gsm8k-mxfp4-vs-bf16.json" || STATUS=1
+  if [ "${GSM8K_BASELINE:-0}" = 1 ]; then  # one after the other: each sizes its pool from the memory free at start
+    ready mxfp4 && start bf16 31002 --kv-cache-dtype bf16 --attention-backend triton --disable-cuda-graph \
+      --mem-fraction-static 0.6
+    BASELINE="--baseline-url http://127.0.0.1:31002"; ready bf16 || STATUS=1
+  fi
+  if ready mxfp4 && [ "$STATUS" = 0 ]; then
+    timeout 420 python3 -m atom_mxfp4.cli eval gsm8k --url http://127.0.0.1:31001 ${BASELINE:-} --data-dir "$DATA" \
+      --limit 50 --num-concurrent 16 --max-gen-toks 256 --output "$RES/gsm8k.json" > "$RES/gsm8k.md" || STATUS=1
   else
     STATUS=1
   fi
-  for label in mxfp4 bf16; do kill -TERM -- -"$(cat "$RES/pid-$label")" 2>/dev/null; done
+  for f in "$RES"/pid-*; do kill -TERM -- -"$(cat "$f")" 2>/dev/null; done
   sleep 3
-  # the GPU tests in the same call (the kernels the servers just ran): tests/gpu + the op tests compiled for the GPU
-  if [ "${T_GPU_TESTS:-0}" -gt 0 ]; then
-    (cd "$ROOT" && timeout "$T_GPU_TESTS" python3 -m pytest -q -m "gpu or not gpu" tests/gpu tests/test_triton_ops.py \
-      -p no:cacheprovider 2>&1 | tail -40) || STATUS=1
-  fi
 else
   echo "usage: OUT=... bash scripts/h200_serve.sh serve|eval"; exit 2
 fi
