@@ -14,7 +14,7 @@ import torch
 
 from .backends import resolve_backend
 from .cache import HEAD_DIM, PAGE_SIZE, as_records
-from .errors import expect, expect_contiguous, expect_device, expect_dtype, expect_shape
+from .errors import expect, expect_contiguous, expect_device, expect_dtype, expect_shape, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 
 MAX_GROUP = 16
@@ -27,6 +27,11 @@ def _int(value, name: str, minimum: int) -> int:
     expect(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, name,
            f"an int >= {minimum}", repr(value))
     return value
+
+
+def _is_number(value) -> bool:
+    """A real Python number (int or float), not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _index_vector(tensor, name: str, length: int, device, dtype=INDEX) -> None:
@@ -199,7 +204,10 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     k_cache / v_cache [pages, kv_heads, 8704] u8 (addressed folded: id = page * kv_heads + head);
     tables [R, W] i32 folded page ids; context_lens [R] i32: token t < context_lens[r] is at page
     tables[r, t // 128], offset t % 128; bytes of other tokens may be garbage and never reach ``out``;
-    context_lens[r] == 0 writes zeros. ``logits = (q . k) * query_scale[r] * softmax_scale``, softmax in fp32.
+    context_lens[r] == 0 writes zeros. ``logits = (q . k) * softmax_scale * query_scale[r]``, softmax in fp32.
+    query_scale: None (1), a finite number >= 0 or fp32 [R] of such (0 gives uniform attention). Non-finite logits
+    (from non-finite or huge q): NaN or +inf at an attended token -> that head's row is NaN; -inf -> weight 0;
+    all -inf -> NaN (docs/api.md).
     """
     k_records = as_records(k_cache, "k_cache")
     v_records = as_records(v_cache, "v_cache")
@@ -227,15 +235,23 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
             expect_device(records, name, device)
         expect(k_records.shape == v_records.shape, "v_cache.shape", f"{list(k_records.shape)} (as k_cache)",
                list(v_records.shape))
-        expect(isinstance(softmax_scale, (int, float)) and math.isfinite(softmax_scale) and softmax_scale > 0,
+        expect(_is_number(softmax_scale) and math.isfinite(softmax_scale) and softmax_scale > 0,
                "softmax_scale", "a positive finite float", softmax_scale)
+        # query_scale: None (1), a finite number >= 0 (0: uniform attention), or fp32 [rows] of such numbers
         if isinstance(query_scale, torch.Tensor):
             expect_dtype(query_scale, "query_scale", (torch.float32,))
             expect_shape(query_scale, "query_scale", (rows,))
             expect_device(query_scale, "query_scale", device)
+            expect_contiguous(query_scale, "query_scale")
+            bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
+            if rows and bool(bad.any()):  # host sync, check=True only
+                first = int(bad.nonzero()[0, 0])
+                fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
         else:
-            expect(query_scale is None or isinstance(query_scale, (int, float)), "query_scale",
+            expect(query_scale is None or _is_number(query_scale), "query_scale",
                    "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
+            expect(query_scale is None or (math.isfinite(query_scale) and query_scale >= 0), "query_scale",
+                   "a finite number >= 0 (0: uniform attention)", query_scale)
         width = tables.shape[1]
         _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
         if rows and width:
