@@ -50,6 +50,19 @@ def _in_range(tensor: torch.Tensor, name: str, low: int, high: int) -> None:
     expect(lo >= low and hi < high, name, f"values in [{low}, {high})", f"values in [{lo}, {hi}]")
 
 
+def _distinct_slots(slot_mapping: torch.Tensor) -> None:
+    """Two tokens never write one slot (which one would win differs between backends); -1 may repeat. Host sync."""
+    slots = slot_mapping[slot_mapping >= 0]
+    if slots.numel() < 2:
+        return
+    ordered = torch.sort(slots).values
+    repeated = ordered[1:] == ordered[:-1]
+    if bool(repeated.any()):
+        slot = int(ordered[1:][repeated][0])
+        tokens = torch.nonzero(slot_mapping == slot).flatten().tolist()
+        fail("slot_mapping", "distinct slots (-1 may repeat)", f"slot {slot} for tokens {tokens}")
+
+
 def _head_dim(tensor, name: str) -> None:
     expect(tensor.shape[-1] == HEAD_DIM, f"{name}.shape[-1] (head_dim)", f"{HEAD_DIM} (the only head_dim of the "
            "MXFP4 kernels)", tensor.shape[-1])
@@ -63,8 +76,9 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                             check=True):
     """Gemma QK-norm + partial NeoX RoPE of q/k/idx_q/idx_k, MXFP4 write of K, V, index-K at ``slot_mapping``.
 
-    qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16; positions [T] i64; *_norm_weight [128];
-    cos_sin_cache [max_pos, rotary_dim] fp32 = [cos | sin]; slot_mapping [T] i64 (-1: skip the token);
+    qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16 (rows may be strided, each row contiguous); positions [T]
+    i64; *_norm_weight [128] contiguous; cos_sin_cache [max_pos, rotary_dim] fp32 = [cos | sin];
+    slot_mapping [T] i64 (-1: skip the token; other slots distinct);
     k_cache / v_cache [pages, nkv, 8704] u8; index_k_cache [pages, 1, 8704] u8 (None for dense layers, niq = 0).
     Returns q [T, nq, 128] in q_dtype (bf16 or float8_e4m3fn, unit scale) and idx_q [T, niq, 128] bf16 (or None).
     """
@@ -83,7 +97,9 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
         expect_dtype(qkv, "qkv", FLOAT_DTYPES)
         width = (nq + 2 * nkv + niq + (1 if niq else 0)) * HEAD_DIM
         expect_shape(qkv, "qkv", (None, width))
-        expect_contiguous(qkv, "qkv")
+        # rows may be strided (qkv a column slice of a wider projection); elements within a row contiguous
+        expect(qkv.stride(1) == 1, "qkv.stride(1)", "1 (each row contiguous; rows may be strided)",
+               qkv.stride(1))
         device, tokens = qkv.device, qkv.shape[0]
         _index_vector(positions, "positions", tokens, device, (torch.int64,))
         _index_vector(slot_mapping, "slot_mapping", tokens, device, (torch.int64,))
@@ -93,13 +109,14 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
             expect_dtype(weight, name, FLOAT_DTYPES)
             expect_shape(weight, name, (HEAD_DIM,))
             expect_device(weight, name, device)
+            expect_contiguous(weight, name)
         _int(rotary_dim, "rotary_dim", 2)
         expect(rotary_dim % 2 == 0 and rotary_dim <= HEAD_DIM, "rotary_dim", f"even and <= {HEAD_DIM}", rotary_dim)
         expect_dtype(cos_sin_cache, "cos_sin_cache", (torch.float32,))
         expect_shape(cos_sin_cache, "cos_sin_cache", (None, rotary_dim))
         expect_device(cos_sin_cache, "cos_sin_cache", device)
         expect_contiguous(cos_sin_cache, "cos_sin_cache")
-        expect(isinstance(eps, float) and eps > 0, "eps", "a positive float", eps)
+        expect(_is_number(eps) and math.isfinite(eps) and eps > 0, "eps", "a positive finite float", repr(eps))
         expect(q_dtype in Q_DTYPES, "q_dtype", f"one of {Q_DTYPES}", q_dtype, TypeError)
         for name, records, heads in (("k_cache", k_records, nkv), ("v_cache", v_records, nkv),
                                      ("index_k_cache", i_records, 1)):
@@ -113,6 +130,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
         _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
         _in_range(slot_mapping, "slot_mapping", -1, pages * PAGE_SIZE)
+        _distinct_slots(slot_mapping)
     impl = resolve_backend(backend, qkv.device)
     return impl.fused_qknorm_rope_write(
         qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight, cos_sin_cache,

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_contiguous
 
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
     mma_operand, qk_tile, to_bf16_rne
@@ -261,7 +261,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     expect(group <= BLOCK_H, "q.shape[1] (GQA group)", f"<= {int(BLOCK_H)}", group)
     for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
             (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
-        expect(tensor.is_contiguous(), name, "contiguous (read by pointer)", f"strides {tuple(tensor.stride())}")
+        expect_contiguous(tensor, name)  # read by pointer with unit strides
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(cache.is_contiguous() and cache.shape[-1] == int(RECORD_BYTES), f"{name} layout",
                f"contiguous [pages, heads, {int(RECORD_BYTES)}] records", f"{list(cache.shape)} {cache.stride()}")
