@@ -18,6 +18,10 @@ from .errors import expect, expect_contiguous, expect_device, expect_dtype, expe
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 
 MAX_GROUP = 16
+MAX_INDEX_HEADS = 16  # index heads per row of index_topk (the Triton kernel's padded dot)
+MAX_TOPK = 256  # top-k blocks per row: a compile-time size of the Triton top-k / table kernels, so it is bounded
+MAX_PAGES_PER_BLOCK = 16  # pages per sparse block (2048-token blocks), also a compile-time size
+MAX_INDEX_BLOCKS = 1 << 14  # block-table width of index_topk (2M tokens per request): one program holds a row's blocks
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
 INDEX = (torch.int32,)
@@ -164,9 +168,11 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
 
     idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8; block_table [B, max_blocks] i32 page ids;
     row_request [R] i32 (request of each row); row_position [R] i32 (the row's token position).
-    ``score[h, r, b] = max_{p in b, p <= row_position[r]} idx_q[r, h] . idx_k[p]``; blocks ``b < init_blocks``
-    score 1e30, the ``local_blocks`` blocks ending at the row's own block 1e29; keeps
-    ``min(topk, own_block + 1)`` blocks, ties to the smaller id.
+    ``score[h, r, b] = max_{p in b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` in fp32 (fp32 idx_q is never
+    rounded; a NaN dot product counts as -inf); blocks ``b < init_blocks`` and the ``local_blocks`` blocks ending at
+    the row's own block are forced: they rank above every score (init above local); keeps
+    ``min(topk, own_block + 1)`` blocks, ties to the smaller id. topk <= MAX_TOPK, block table width <=
+    MAX_INDEX_BLOCKS, idx_q contiguous with <= MAX_INDEX_HEADS heads.
     """
     records = as_records(index_k_cache, "index_k_cache")
     if check:
@@ -174,15 +180,44 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect_dtype(idx_q, "idx_q", FLOAT_DTYPES)
         expect(idx_q.dim() == 3, "idx_q", "of shape [rows, index_heads, 128]", list(idx_q.shape))
         _head_dim(idx_q, "idx_q")
+        expect(idx_q.shape[1] <= MAX_INDEX_HEADS, "idx_q.shape[1] (index heads)", f"<= {MAX_INDEX_HEADS}",
+               idx_q.shape[1])
+        expect_contiguous(idx_q, "idx_q")
         expect(records.shape[1] == 1, "index_k_cache heads", "1 (one shared index-K head)", records.shape[1])
         expect_device(records, "index_k_cache", idx_q.device)
-        _int(topk, "topk", 1)
+        _topk(topk)
         _int(init_blocks, "init_blocks", 0)
         _int(local_blocks, "local_blocks", 0)
         _check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
+        expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
+               f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
     impl = resolve_backend(backend, idx_q.device)
     return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
                            init_blocks=init_blocks, local_blocks=local_blocks)
+
+
+def _topk(topk) -> int:
+    expect(isinstance(topk, int) and not isinstance(topk, bool) and 1 <= topk <= MAX_TOPK, "topk",
+           f"an int in [1, {MAX_TOPK}]", repr(topk))
+    return topk
+
+
+def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, block_tokens: int) -> None:
+    """Per (head, row): distinct ascending ids <= the row's own block, then -1 padding (host sync; check=True)."""
+    if topk_blocks.numel() == 0:
+        return
+    ids = topk_blocks.long().transpose(0, 1)  # [R, nkv, topk]: the first bad entry is found row first
+    own = row_position.long() // block_tokens
+    chosen = ids >= 0
+    bad = chosen & (ids > own[:, None, None])  # past the row's own block: future tokens, another page
+    follows = torch.zeros_like(bad)
+    follows[..., 1:] = chosen[..., 1:] & (~chosen[..., :-1] | (ids[..., 1:] <= ids[..., :-1]))  # after -1 / not up
+    bad |= follows
+    if bool(bad.any()):
+        r, h, k = (int(i) for i in bad.nonzero()[0])
+        fail("topk_blocks", "distinct ascending block ids <= the row's own block, then -1 padding (what index_topk "
+             "returns)", f"{ids[r, h].tolist()} at row {r}, head {h} (own block {int(own[r])}; first bad value "
+             f"{int(ids[r, h, k])} at index {k})")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -190,9 +225,12 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
                         backend=None, check=True):
     """One-block-per-page tables for pa_decode from each row's top-k blocks.
 
-    topk_blocks [nkv, R, topk] i32 (ascending, -1 padded) -> tables [R * nkv, topk * ppb] i32 (folded page ids
-    ``page * nkv + h``; full blocks first, the own partial block last; unused entries 0) and
-    context_lens [R * nkv] i32.
+    topk_blocks [nkv, R, topk] i32 -> tables [R * nkv, topk * ppb] i32 (folded page ids ``page * nkv + h``; full
+    blocks first, the own partial block last; unused entries 0) and context_lens [R * nkv] i32.
+    Each (head, row) of topk_blocks must hold distinct block ids in ascending order, none past the row's own block
+    (``row_position // (128 * ppb)``), then -1 padding: what index_topk returns. Checked with check=True; anything
+    else under check=False is undefined (e.g. another request's page or future tokens become attendable).
+    topk <= MAX_TOPK, pages_per_block <= MAX_PAGES_PER_BLOCK.
     """
     if check:
         expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
@@ -202,12 +240,16 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         expect_contiguous(topk_blocks, "topk_blocks")
         nkv = _int(num_kv_heads, "num_kv_heads", 1)
         expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
+        expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
+               topk_blocks.shape[2])
         ppb = _int(pages_per_block, "pages_per_block", 1)
+        expect(ppb <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"an int in [1, {MAX_PAGES_PER_BLOCK}]", ppb)
         # folded ids page * nkv + h must fit int32
         _check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
                     (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
         blocks_per_row = block_table.shape[1] // ppb
         _in_range(topk_blocks, "topk_blocks", -1, max(blocks_per_row, 0))
+        _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
     impl = resolve_backend(backend, topk_blocks.device)
     return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
                                     num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
