@@ -327,6 +327,6 @@ def plan_pa_decode(num_rows: int, max_table_width: int, group: int, device, back
     """A caller-owned workspace for pa_decode (graph-stable buffers); None when the backend needs none."""
     expect_int(num_rows, "num_rows", 0)
     expect_int(max_table_width, "max_table_width", 1)
-    expect(isinstance(group, int) and 1 <= group <= MAX_GROUP, "group", f"an int in [1, {MAX_GROUP}]", group)
+    expect_int(group, "group", 1, MAX_GROUP)
     impl = resolve_backend(backend, device)
     return impl.make_plan(num_rows, max_table_width, group, torch.device(device))

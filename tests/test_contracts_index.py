@@ -140,6 +140,17 @@ def test_build_sparse_tables_refuses_selections_index_topk_never_makes(backend, 
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_build_sparse_tables_own_block_counts_pages_per_block(backend):
+    """Blocks of 2 pages: position 389 is in block 1, so block 2 is in its future; blocks 0-1 are fine."""
+    ok = torch.tensor([[[0, 1, -1]]], dtype=I32)
+    tables, lens = tables_call(backend, ok, [389], pages_per_block=2)
+    assert lens.tolist() == [256 + 389 - 256 + 1]
+    with pytest.raises(ValueError) as ei:
+        tables_call(backend, torch.tensor([[[0, 2, -1]]], dtype=I32), [389], pages_per_block=2)
+    H.err_names(ei, "topk_blocks", "own block 1", "first bad value 2")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_build_sparse_tables_bounds(backend):
     with pytest.raises(ValueError) as ei:
         tables_call(backend, torch.full((1, 1, ops.MAX_TOPK + 1), -1, dtype=I32), [0])

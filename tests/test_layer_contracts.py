@@ -186,3 +186,17 @@ def test_layers_of_another_rope_get_their_own_table_from_a_shared_dict():
     assert len(shared) == 4
     again = SparseMXFP4Attention(base, make_weights(base), rope_tables=shared)
     assert again.cos_sin_cache("cpu") is tables[0]
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_empty_step_runs_every_op_and_writes_nothing(backend, sparse):
+    """No new token in the batch (every new_len 0): each op sees 0 rows; out [0, nq * 128], caches unchanged."""
+    config, weights, caches, block_table, _, _ = small_step(sparse)
+    before = [None if c is None else c.records.clone() for c in (caches.k, caches.v, caches.index_k)]
+    meta = AttentionMetadata.for_requests(block_table, [0, 130], [0, 0])
+    qkv = torch.empty(0, config.qkv_width, dtype=torch.bfloat16)
+    out, topk = SparseMXFP4Attention(config, weights, backend=backend)(qkv, meta, caches, return_topk=True)
+    assert out.shape == (0, config.num_q_heads * 128) and (topk is None or topk.shape == (1, 0, config.topk))
+    for got, want in zip((caches.k, caches.v, caches.index_k), before):
+        assert (got is None and want is None) or torch.equal(got.records, want)

@@ -164,8 +164,9 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         return out.fill_(-1)
     keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=device)
     # ---- tuning
-    cfg = config or DEFAULT_CONFIG
-    per_program = cfg.blocks_per_program or blocks_per_program_for(rows, max_blocks, device)
+    cfg = DEFAULT_CONFIG if config is None else config
+    per_program = (blocks_per_program_for(rows, max_blocks, device) if cfg.blocks_per_program is None
+                   else cfg.blocks_per_program)
     q_fp32 = idx_q.dtype != torch.bfloat16  # fp32 / fp16 idx_q: an fp32 dot (bf16 would round it)
     # ---- launch
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](

@@ -239,7 +239,7 @@ class DecodePlan:
 
 def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None):
     device = torch.device(device)
-    config = config or decode_config(num_rows, group)
+    config = decode_config(num_rows, group) if config is None else config
     splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device,
                                                                       config.programs_per_sm)
     splits = max(1, min(splits, max_table_width))
@@ -277,7 +277,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     if rows == 0 or width == 0:  # ---- early return
         out.zero_()
         return out
-    plan = plan or make_plan(rows, width, group, q.device)
+    plan = make_plan(rows, width, group, q.device) if plan is None else plan
     # ---- tuning
     cfg = plan.config
     # ---- launch
@@ -289,7 +289,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
         DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=decode_mode(cfg, mma_bf16()),
         PREFETCH=cfg.prefetch,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
         _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, plan.num_splits, num_warps=4)

@@ -160,7 +160,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     if tokens == 0:
         return q_out, iq_out
     # ---- tuning
-    cfg = config or write_config(tokens)
+    cfg = write_config(tokens) if config is None else config
     # ---- launch
     rows = nq + 2 * nkv + (niq + 1 if niq else 0)
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0
