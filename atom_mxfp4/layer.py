@@ -15,7 +15,7 @@ import torch
 
 from . import ops
 from .cache import HEAD_DIM, PAGE_SIZE, MXFP4PageCache, as_records
-from .errors import expect, expect_int, expect_positive
+from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .reference import rope_cos_sin
 
@@ -254,6 +254,15 @@ class SparseMXFP4Attention:
         if c.sparse:
             expect(meta.block_table.shape[1] <= ops.MAX_INDEX_BLOCKS, "meta.block_table.shape[1] (pages per request)",
                    f"<= {ops.MAX_INDEX_BLOCKS} on a sparse layer", meta.block_table.shape[1])
+        # a token is written where the attention reads it: slot = block_table[request, pos // 128] * 128 + pos % 128
+        pages = meta.block_table.long()[meta.token_request.long(), meta.positions // PAGE_SIZE]
+        where = pages * PAGE_SIZE + meta.positions % PAGE_SIZE
+        wrong = (meta.slot_mapping >= 0) & (meta.slot_mapping != where)
+        if wrong.numel() and bool(wrong.any()):
+            t = int(wrong.nonzero()[0, 0])
+            fail("meta.slot_mapping", "-1 or the slot block_table gives the token's position",
+                   f"{int(meta.slot_mapping[t])} for token {t} (position {int(meta.positions[t])}, table slot "
+                   f"{int(where[t])})")
 
     def forward(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, *, return_topk=False,
                 check: bool = True):

@@ -115,6 +115,8 @@ BAD_METADATA = {
                                 ["meta.positions"]),
     "slot_written_twice": (lambda m: m.slot_mapping[5].copy_(m.slot_mapping[6]), ValueError, ["slot_mapping"]),
     "positions_int32": (lambda m: setattr(m, "positions", m.positions.int()), TypeError, ["positions"]),
+    "slot_not_where_the_table_reads": (lambda m: m.slot_mapping[200].copy_(6 * 128 + 3), ValueError,
+                                       ["meta.slot_mapping", "token 200"]),
 }
 
 
