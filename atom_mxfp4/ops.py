@@ -17,12 +17,8 @@ from .cache import HEAD_DIM, PAGE_SIZE, as_records
 from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
                      expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
+from .limits import MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK, MAX_TOPK  # noqa: F401
 
-MAX_GROUP = 16
-MAX_INDEX_HEADS = 16  # index heads per row of index_topk (the Triton kernel's padded dot)
-MAX_TOPK = 256  # top-k blocks per row: a compile-time size of the Triton top-k / table kernels, so it is bounded
-MAX_PAGES_PER_BLOCK = 16  # pages per sparse block (2048-token blocks), also a compile-time size
-MAX_INDEX_BLOCKS = 1 << 14  # block-table width of index_topk (2M tokens per request): one program holds a row's blocks
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
 INDEX = (torch.int32,)
@@ -246,7 +242,7 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         ppb = expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
         # folded ids page * nkv + h must fit int32
         check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
-                    (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
+                   (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
         blocks_per_row = block_table.shape[1] // ppb
         _in_range(topk_blocks, "topk_blocks", -1, max(blocks_per_row, 0))
         _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)

@@ -180,3 +180,13 @@ def test_index_topk_output_always_passes_build_sparse_tables(backend, topk, init
     want_tables, want_lens = H.reference_tables(ids.cpu(), block_table, row_request, row_position, 2)
     assert torch.equal(tables.cpu(), torch.from_numpy(want_tables))
     assert torch.equal(lens.cpu(), torch.from_numpy(want_lens))
+
+
+def test_triton_compile_time_sizes_stay_bounded_even_unchecked():
+    """check=False skips validation, but the Triton launchers refuse a size they would compile in (no sync)."""
+    with pytest.raises(ValueError) as ei:
+        topk_of("triton", torch.ones(2, 1, 128), one_hot_blocks(0, 1), [0, 200], topk=10 ** 9, check=False)
+    H.err_names(ei, "topk")
+    with pytest.raises(ValueError) as ei:
+        tables_call("triton", torch.full((1, 1, 2), -1, dtype=I32), [0], pages_per_block=10 ** 6, check=False)
+    H.err_names(ei, "pages_per_block")

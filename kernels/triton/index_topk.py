@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.limits import MAX_INDEX_BLOCKS, MAX_TOPK
 
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
 
@@ -147,6 +148,10 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     # ---- validate (launch invariants)
     rows, heads, _ = idx_q.shape
     expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {int(BLOCK_H)}", heads)
+    # compile-time sizes stay bounded even under check=False (host-side, no sync)
+    expect(1 <= topk <= MAX_TOPK, "topk", f"in [1, {MAX_TOPK}]", topk)
+    expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1]", f"<= {MAX_INDEX_BLOCKS}",
+           block_table.shape[1])
     for name, tensor in (("idx_q", idx_q), ("block_table", block_table), ("row_request", row_request),
                          ("row_position", row_position)):
         expect_contiguous(tensor, name)  # read by pointer with unit strides (block_table rows by its row stride)

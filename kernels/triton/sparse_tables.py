@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.limits import MAX_PAGES_PER_BLOCK, MAX_TOPK
 
 from ._mxfp4 import PAGE_SIZE
 
@@ -59,6 +60,10 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
     # ---- validate (launch invariants)
     nkv, rows, topk = topk_blocks.shape
     expect(nkv == num_kv_heads, "topk_blocks.shape[0]", f"num_kv_heads = {num_kv_heads}", nkv)
+    # compile-time sizes stay bounded even under check=False (host-side, no sync)
+    expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
+    expect(1 <= pages_per_block <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"in [1, {MAX_PAGES_PER_BLOCK}]",
+           pages_per_block)
     for name, tensor in (("topk_blocks", topk_blocks), ("block_table", block_table), ("row_request", row_request),
                          ("row_position", row_position)):
         expect_contiguous(tensor, name)  # read by pointer with unit strides (block_table rows by its row stride)
