@@ -6,6 +6,7 @@ Messages read ``"<argument> must be <expected>, got <actual>"`` so a person can 
 
 from __future__ import annotations
 
+import math
 from typing import NoReturn
 
 
@@ -60,3 +61,26 @@ def expect_device(tensor, name: str, device) -> None:
 
 def expect_contiguous(tensor, name: str) -> None:
     expect(tensor.is_contiguous(), name, "contiguous", f"strides {tuple(tensor.stride())}")
+
+
+def is_number(value) -> bool:
+    """A real Python number (int or float), not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def expect_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An int (not a bool) in [minimum, maximum] (either bound optional); returns it."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    ok = ok and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    if minimum is not None and maximum is not None:
+        want = f"an int in [{minimum}, {maximum}]"
+    else:
+        want = "an int" + (f" >= {minimum}" if minimum is not None else f" <= {maximum}" if maximum is not None else "")
+    expect(ok, name, want, repr(value))
+    return value
+
+
+def expect_positive(value, name: str) -> float:
+    """A finite number > 0 (an int is accepted); returns it as a float."""
+    expect(is_number(value) and math.isfinite(value) and value > 0, name, "a finite number > 0", repr(value))
+    return float(value)

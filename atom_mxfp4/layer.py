@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 import torch
 
 from . import ops
-from .cache import HEAD_DIM, PAGE_SIZE, MXFP4PageCache
-from .errors import expect
+from .cache import HEAD_DIM, PAGE_SIZE, MXFP4PageCache, as_records
+from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .reference import rope_cos_sin
 
 MAX_GROUP = ops.MAX_GROUP
+MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,34 @@ class LayerConfig:
     softmax_scale: float = field(default=1.0 / math.sqrt(HEAD_DIM))
 
     def __post_init__(self):
-        expect(self.head_dim == HEAD_DIM, "head_dim", f"{HEAD_DIM} (the only head_dim of the MXFP4 kernels)",
-               self.head_dim)
-        expect(self.page_size == PAGE_SIZE, "page_size", f"{PAGE_SIZE} (= the sparse block size)", self.page_size)
-        expect(self.num_kv_heads >= 1 and self.num_q_heads % self.num_kv_heads == 0, "num_q_heads / num_kv_heads",
-               "a whole GQA group", f"{self.num_q_heads} / {self.num_kv_heads}")
+        """Every field is checked here, naming it, so a bad config fails at construction, not deep in a kernel."""
+        expect(self.head_dim == HEAD_DIM and not isinstance(self.head_dim, bool), "head_dim",
+               f"{HEAD_DIM} (the only head_dim of the MXFP4 kernels)", repr(self.head_dim))
+        expect(self.page_size == PAGE_SIZE and not isinstance(self.page_size, bool), "page_size",
+               f"{PAGE_SIZE} (= the sparse block size)", repr(self.page_size))
+        expect_int(self.num_q_heads, "num_q_heads", 1)
+        expect_int(self.num_kv_heads, "num_kv_heads", 1)
+        expect_int(self.num_index_heads, "num_index_heads", 0)
+        expect(self.num_q_heads % self.num_kv_heads == 0, "num_q_heads / num_kv_heads", "a whole GQA group",
+               f"{self.num_q_heads} / {self.num_kv_heads}")
         group = self.num_q_heads // self.num_kv_heads
         expect(group <= MAX_GROUP, "GQA group (num_q_heads / num_kv_heads)", f"<= {MAX_GROUP}", group)
+        expect(isinstance(self.sparse, bool), "sparse", "a bool", repr(self.sparse), TypeError)
         if self.sparse:
             expect(self.num_index_heads == self.num_kv_heads, "num_index_heads",
                    f"num_kv_heads = {self.num_kv_heads} on a sparse layer", self.num_index_heads)
+            expect(self.num_index_heads <= ops.MAX_INDEX_HEADS, "num_index_heads",
+                   f"<= {ops.MAX_INDEX_HEADS} on a sparse layer", self.num_index_heads)
+        expect_int(self.rotary_dim, "rotary_dim", 2, HEAD_DIM)
+        expect(self.rotary_dim % 2 == 0, "rotary_dim", f"even, in [2, {HEAD_DIM}]", self.rotary_dim)
+        expect_int(self.topk, "topk", 1, ops.MAX_TOPK)
+        expect_int(self.init_blocks, "init_blocks", 0)
+        expect_int(self.local_blocks, "local_blocks", 0)
+        expect_int(self.max_position, "max_position", 1, MAX_POSITION)
+        object.__setattr__(self, "rope_theta", expect_positive(self.rope_theta, "rope_theta"))
+        object.__setattr__(self, "eps", expect_positive(self.eps, "eps"))
+        object.__setattr__(self, "softmax_scale", expect_positive(self.softmax_scale, "softmax_scale"))
+        expect(self.q_dtype in ops.Q_DTYPES, "q_dtype", f"one of {ops.Q_DTYPES}", self.q_dtype, TypeError)
         object.__setattr__(self, "scale_mode", ScaleMode.parse(self.scale_mode))
 
     @property
@@ -87,14 +106,35 @@ class AttentionMetadata:
 
     @classmethod
     def for_requests(cls, block_table: torch.Tensor, prefix_lens: list[int], new_lens: list[int]):
-        """Rows for ``new_lens[b]`` new tokens after ``prefix_lens[b]`` cached ones (decode: new_len 1)."""
+        """Rows for ``new_lens[b]`` new tokens after ``prefix_lens[b]`` cached ones (decode: new_len 1).
+
+        block_table [B, max_pages] i32; lengths are ints >= 0 with ``prefix_lens[b] + new_lens[b] <= 128 *
+        max_pages`` and the pages of the new tokens >= 0 (one host sync). Each is checked here, naming it.
+        """
+        expect(isinstance(block_table, torch.Tensor), "block_table", "a tensor", type(block_table).__name__,
+               TypeError)
+        expect(block_table.dtype == torch.int32, "block_table", "of dtype torch.int32", block_table.dtype, TypeError)
+        expect(block_table.dim() == 2, "block_table", "of shape [requests, max_pages]", list(block_table.shape))
+        prefix_lens, new_lens = list(prefix_lens), list(new_lens)
         expect(len(prefix_lens) == len(new_lens) == block_table.shape[0], "prefix_lens / new_lens",
                f"{block_table.shape[0]} entries (block_table rows)", f"{len(prefix_lens)} / {len(new_lens)}")
+        capacity = block_table.shape[1] * PAGE_SIZE
+        for b, (p, n) in enumerate(zip(prefix_lens, new_lens)):
+            expect_int(p, f"prefix_lens[{b}]", 0)
+            expect_int(n, f"new_lens[{b}]", 0)
+            expect(p + n <= capacity, f"prefix_lens[{b}] + new_lens[{b}]",
+                   f"<= {capacity} (the tokens block_table's {block_table.shape[1]} pages hold)", p + n)
         device = block_table.device
-        positions = torch.cat([torch.arange(p, p + n, dtype=torch.int64) for p, n in zip(prefix_lens, new_lens)])
-        request = torch.cat([torch.full((n,), b, dtype=torch.int32) for b, n in enumerate(new_lens)])
+        positions = torch.cat([torch.arange(p, p + n, dtype=torch.int64) for p, n in zip(prefix_lens, new_lens)]
+                              + [torch.empty(0, dtype=torch.int64)])
+        request = torch.cat([torch.full((n,), b, dtype=torch.int32) for b, n in enumerate(new_lens)]
+                            + [torch.empty(0, dtype=torch.int32)])
         positions, request = positions.to(device), request.to(device)
         pages = block_table.long()[request.long(), positions // PAGE_SIZE]
+        if pages.numel():
+            bad = int(pages.argmin())
+            expect(int(pages[bad]) >= 0, "block_table", "page ids >= 0 for every new token",
+                   f"{int(pages[bad])} for request {int(request[bad])}, position {int(positions[bad])}")
         slots = pages * PAGE_SIZE + positions % PAGE_SIZE
         return cls(positions, slots, request, block_table)
 
@@ -123,28 +163,52 @@ class SparseMXFP4Attention:
 
     def __init__(self, config: LayerConfig, weights: dict[str, torch.Tensor], backend: str | None = None,
                  rope_tables: dict | None = None):
-        """``rope_tables``: a dict (device -> cos/sin table) to share between the layers of one model; each layer
-        builds its own when None. Layers sharing it must have the same rotary_dim, rope_theta and max_position."""
+        """``weights``: the norm weights [128] (``q_norm``, ``k_norm``, and ``idx_q_norm``, ``idx_k_norm`` on sparse
+        layers), read at every forward: replacing an entry or updating a tensor in place takes effect at the next
+        step (see ``weights_on``). ``rope_tables``: a dict to share cos/sin tables between the layers of one model
+        (keyed by device, rotary_dim, rope_theta, max_position: layers of another RoPE get their own table); each
+        layer keeps its own when None."""
+        expect(isinstance(config, LayerConfig), "config", "a LayerConfig", type(config).__name__, TypeError)
         names = ["q_norm", "k_norm"] + (["idx_q_norm", "idx_k_norm"] if config.sparse else [])
         missing = [n for n in names if n not in weights]
         expect(not missing, "weights", f"a dict with {names}", f"missing {missing}")
+        for name in names:
+            expect(isinstance(weights[name], torch.Tensor), f"weights[{name!r}]", "a tensor",
+                   type(weights[name]).__name__, TypeError)
         self.config, self.weights, self.backend = config, weights, backend
-        self._cos_sin: dict[torch.device, torch.Tensor] = {} if rope_tables is None else rope_tables
-        self._weights_by_device: dict[torch.device, dict[str, torch.Tensor]] = {}
+        self._cos_sin: dict[tuple, torch.Tensor] = {} if rope_tables is None else rope_tables
+        self._moved: dict[tuple[str, torch.device], tuple[torch.Tensor, int, torch.Tensor]] = {}
 
     def cos_sin_cache(self, device) -> torch.Tensor:
-        device = torch.device(device)
-        if device not in self._cos_sin:
-            c = self.config
-            self._cos_sin[device] = rope_cos_sin(c.max_position, c.rotary_dim, c.rope_theta).to(device)
-        return self._cos_sin[device]
+        """The RoPE table [max_position, rotary_dim] fp32 of this layer's config on ``device`` (built once)."""
+        c = self.config
+        key = (torch.device(device), c.rotary_dim, c.rope_theta, c.max_position)
+        if key not in self._cos_sin:
+            self._cos_sin[key] = rope_cos_sin(c.max_position, c.rotary_dim, c.rope_theta).to(key[0])
+        return self._cos_sin[key]
 
     def weights_on(self, device) -> dict[str, torch.Tensor]:
-        """The norm weights on ``device`` (moved once and kept: the layer may be given CPU weights)."""
+        """The current norm weights on ``device``, contiguous.
+
+        A weight already on ``device`` is used as it is (a contiguous copy if strided): never stale. A weight on
+        another device is copied once and kept, and refreshed in place (same buffer, so captured CUDA graphs see
+        it) when the entry is replaced or the tensor's version changes (any in-place op on it; a write through
+        ``.data`` bypasses the version counter: replace the entry instead)."""
         device = torch.device(device)
-        if device not in self._weights_by_device:
-            self._weights_by_device[device] = {name: w.to(device) for name, w in self.weights.items()}
-        return self._weights_by_device[device]
+        current = {}
+        for name, weight in self.weights.items():
+            if weight.device == device:
+                current[name] = weight.contiguous()
+                continue
+            source, version, moved = self._moved.get((name, device), (None, None, None))
+            if source is not weight or version != weight._version:
+                if moved is not None and moved.shape == weight.shape and moved.dtype == weight.dtype:
+                    moved.copy_(weight)
+                else:
+                    moved = weight.to(device).contiguous()
+                self._moved[(name, device)] = (weight, weight._version, moved)
+            current[name] = moved
+        return current
 
     def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, check: bool = True):
         """Sparse tables [T * nkv, topk] and context lengths [T * nkv] for the rows of ``meta``."""
@@ -166,30 +230,68 @@ class SparseMXFP4Attention:
         lens = (meta.positions + 1).repeat_interleave(nkv)
         return tables.to(torch.int32).contiguous(), lens.to(torch.int32)
 
+    def validate(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches) -> None:
+        """Everything ``forward`` needs, checked before its first cache write, so a refused step leaves the caches
+        byte-identical: the fused write's arguments (the same check as the op's) and the metadata every later op
+        reads (the checks of index_topk / build_sparse_tables / pa_decode on it; their other inputs are made by the
+        ops before them and are valid by construction). Host syncs; ``forward(check=True)`` runs it."""
+        c = self.config
+        expect(isinstance(meta, AttentionMetadata), "meta", "an AttentionMetadata", type(meta).__name__, TypeError)
+        expect(isinstance(caches, LayerCaches), "caches", "a LayerCaches", type(caches).__name__, TypeError)
+        expect(isinstance(qkv, torch.Tensor), "qkv", "a tensor", type(qkv).__name__, TypeError)
+        records = [None if x is None else as_records(x, f"caches.{name}")
+                   for name, x in (("k", caches.k), ("v", caches.v), ("index_k", caches.index_k))]
+        w = self.weights_on(qkv.device)
+        ops.check_write_args(qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
+                             self.cos_sin_cache(qkv.device), meta.slot_mapping, *records, num_q_heads=c.num_q_heads,
+                             num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads, rotary_dim=c.rotary_dim,
+                             eps=c.eps, q_dtype=c.q_dtype)
+        pages = records[0].shape[0]
+        expect(pages * c.num_kv_heads <= 2**31 - 1, "caches.k pages * num_kv_heads", "< 2**31 (int32 table ids)",
+               pages * c.num_kv_heads)
+        ops.check_rows(meta.block_table, meta.token_request, meta.positions.to(torch.int32), qkv.shape[0],
+                       qkv.device, pages, names=("meta.block_table", "meta.token_request", "meta.positions"))
+        if c.sparse:
+            expect(meta.block_table.shape[1] <= ops.MAX_INDEX_BLOCKS, "meta.block_table.shape[1] (pages per request)",
+                   f"<= {ops.MAX_INDEX_BLOCKS} on a sparse layer", meta.block_table.shape[1])
+        # a token is written where the attention reads it: slot = block_table[request, pos // 128] * 128 + pos % 128
+        pages = meta.block_table.long()[meta.token_request.long(), meta.positions // PAGE_SIZE]
+        where = pages * PAGE_SIZE + meta.positions % PAGE_SIZE
+        wrong = (meta.slot_mapping >= 0) & (meta.slot_mapping != where)
+        if wrong.numel() and bool(wrong.any()):
+            t = int(wrong.nonzero()[0, 0])
+            fail("meta.slot_mapping", "-1 or the slot block_table gives the token's position",
+                   f"{int(meta.slot_mapping[t])} for token {t} (position {int(meta.positions[t])}, table slot "
+                   f"{int(where[t])})")
+
     def forward(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, *, return_topk=False,
                 check: bool = True):
-        """``check=False`` skips the ops' validation, including their host-syncing value checks: for CUDA-graph
-        capture of decode, with metadata the runner built itself."""
-        c, w = self.config, self.weights_on(qkv.device)
+        """``check=True`` validates the whole step before the first cache write (``validate``), then runs the ops
+        unchecked; ``check=False`` skips validation and its host syncs: for CUDA-graph capture of decode, with
+        metadata the runner built itself (unchecked bad input is undefined)."""
+        c = self.config
         expect(qkv.shape[-1] == c.qkv_width, "qkv.shape[-1]", f"{c.qkv_width} for this layer's geometry",
                qkv.shape[-1])
         expect(c.sparse == (caches.index_k is not None), "caches.index_k",
                "given on sparse layers and None on dense ones", type(caches.index_k).__name__)
+        if check:
+            self.validate(qkv, meta, caches)
+        w = self.weights_on(qkv.device)
         q, idx_q = ops.fused_qknorm_rope_write(
             qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
             self.cos_sin_cache(qkv.device), meta.slot_mapping, caches.k, caches.v, caches.index_k,
             num_q_heads=c.num_q_heads, num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads,
             rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype, backend=self.backend,
-            check=check)
+            check=False)
         topk_blocks = None
         if c.sparse:
-            tables, lens, topk_blocks = self.select(idx_q, meta, caches, check)
+            tables, lens, topk_blocks = self.select(idx_q, meta, caches, check=False)
         else:
             tables, lens = self.dense_tables(meta)
         num_tokens = qkv.shape[0]
         out = torch.empty(num_tokens * c.num_kv_heads, c.group, c.head_dim, dtype=torch.bfloat16, device=qkv.device)
         ops.pa_decode(out, q.reshape(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v, tables,
-                      lens, softmax_scale=c.softmax_scale, backend=self.backend, check=check)
+                      lens, softmax_scale=c.softmax_scale, backend=self.backend, check=False)
         out = out.view(num_tokens, c.num_q_heads * c.head_dim)
         return (out, topk_blocks) if return_topk else out
 

@@ -14,19 +14,14 @@ import torch
 
 from .backends import resolve_backend
 from .cache import HEAD_DIM, PAGE_SIZE, as_records
-from .errors import expect, expect_contiguous, expect_device, expect_dtype, expect_shape
+from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
+                     expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
+from .limits import MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK, MAX_TOPK  # noqa: F401
 
-MAX_GROUP = 16
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
 INDEX = (torch.int32,)
-
-
-def _int(value, name: str, minimum: int) -> int:
-    expect(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, name,
-           f"an int >= {minimum}", repr(value))
-    return value
 
 
 def _index_vector(tensor, name: str, length: int, device, dtype=INDEX) -> None:
@@ -45,12 +40,77 @@ def _in_range(tensor: torch.Tensor, name: str, low: int, high: int) -> None:
     expect(lo >= low and hi < high, name, f"values in [{low}, {high})", f"values in [{lo}, {hi}]")
 
 
+def _distinct_slots(slot_mapping: torch.Tensor) -> None:
+    """Two tokens never write one slot (which one would win differs between backends); -1 may repeat. Host sync."""
+    slots = slot_mapping[slot_mapping >= 0]
+    if slots.numel() < 2:
+        return
+    ordered = torch.sort(slots).values
+    repeated = ordered[1:] == ordered[:-1]
+    if bool(repeated.any()):
+        slot = int(ordered[1:][repeated][0])
+        tokens = torch.nonzero(slot_mapping == slot).flatten().tolist()
+        fail("slot_mapping", "distinct slots (-1 may repeat)", f"slot {slot} for tokens {tokens}")
+
+
 def _head_dim(tensor, name: str) -> None:
     expect(tensor.shape[-1] == HEAD_DIM, f"{name}.shape[-1] (head_dim)", f"{HEAD_DIM} (the only head_dim of the "
            "MXFP4 kernels)", tensor.shape[-1])
 
 
 # ----------------------------------------------------------------------------------------------------------------
+def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                     cos_sin_cache, slot_mapping, k_records, v_records, i_records, *, num_q_heads, num_kv_heads,
+                     num_index_heads, rotary_dim, eps, q_dtype) -> None:
+    """Everything fused_qknorm_rope_write checks with check=True (caches already as records); host syncs for the
+    value checks. The layer runs it before its first write, so a refused step writes nothing."""
+    nq, nkv = expect_int(num_q_heads, "num_q_heads", 1), expect_int(num_kv_heads, "num_kv_heads", 1)
+    niq = expect_int(num_index_heads, "num_index_heads", 0)
+    expect(nq % nkv == 0 and nq // nkv <= MAX_GROUP, "num_q_heads / num_kv_heads (GQA group)",
+           f"an integer group in [1, {MAX_GROUP}]", f"{nq} / {nkv}")
+    expect((niq == 0) == (i_records is None), "index_k_cache", "given exactly when num_index_heads > 0",
+           f"index_k_cache={'None' if i_records is None else 'a cache'}, num_index_heads={niq}")
+    expect(isinstance(qkv, torch.Tensor), "qkv", "a tensor", type(qkv).__name__, TypeError)
+    expect_dtype(qkv, "qkv", FLOAT_DTYPES)
+    width = (nq + 2 * nkv + niq + (1 if niq else 0)) * HEAD_DIM
+    expect_shape(qkv, "qkv", (None, width))
+    # rows may be strided (qkv a column slice of a wider projection); elements within a row contiguous
+    expect(qkv.stride(1) == 1, "qkv.stride(1)", "1 (each row contiguous; rows may be strided)", qkv.stride(1))
+    device, tokens = qkv.device, qkv.shape[0]
+    _index_vector(positions, "positions", tokens, device, (torch.int64,))
+    _index_vector(slot_mapping, "slot_mapping", tokens, device, (torch.int64,))
+    for name, weight in (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)) + (
+            (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight)) if niq else ()):
+        expect(isinstance(weight, torch.Tensor), name, "a tensor", type(weight).__name__, TypeError)
+        expect_dtype(weight, name, FLOAT_DTYPES)
+        expect_shape(weight, name, (HEAD_DIM,))
+        expect_device(weight, name, device)
+        expect_contiguous(weight, name)
+    expect_int(rotary_dim, "rotary_dim", 2)
+    expect(rotary_dim % 2 == 0 and rotary_dim <= HEAD_DIM, "rotary_dim", f"even and <= {HEAD_DIM}", rotary_dim)
+    expect(isinstance(cos_sin_cache, torch.Tensor), "cos_sin_cache", "a tensor", type(cos_sin_cache).__name__,
+           TypeError)
+    expect_dtype(cos_sin_cache, "cos_sin_cache", (torch.float32,))
+    expect_shape(cos_sin_cache, "cos_sin_cache", (None, rotary_dim))
+    expect_device(cos_sin_cache, "cos_sin_cache", device)
+    expect_contiguous(cos_sin_cache, "cos_sin_cache")
+    expect_positive(eps, "eps")
+    expect(q_dtype in Q_DTYPES, "q_dtype", f"one of {Q_DTYPES}", q_dtype, TypeError)
+    for name, records, heads in (("k_cache", k_records, nkv), ("v_cache", v_records, nkv),
+                                 ("index_k_cache", i_records, 1)):
+        if records is None:
+            continue
+        expect(records.shape[1] == heads, f"{name} heads", heads, records.shape[1])
+        expect_device(records, name, device)
+    pages = k_records.shape[0]
+    expect(v_records.shape[0] == pages and (i_records is None or i_records.shape[0] == pages),
+           "v_cache / index_k_cache pages", f"{pages} (as k_cache)",
+           f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
+    _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
+    _in_range(slot_mapping, "slot_mapping", -1, pages * PAGE_SIZE)
+    _distinct_slots(slot_mapping)
+
+
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
                             cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache=None, *, num_q_heads,
                             num_kv_heads, num_index_heads=0, rotary_dim=64, eps=1e-6,
@@ -58,8 +118,9 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                             check=True):
     """Gemma QK-norm + partial NeoX RoPE of q/k/idx_q/idx_k, MXFP4 write of K, V, index-K at ``slot_mapping``.
 
-    qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16; positions [T] i64; *_norm_weight [128];
-    cos_sin_cache [max_pos, rotary_dim] fp32 = [cos | sin]; slot_mapping [T] i64 (-1: skip the token);
+    qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16 (rows may be strided, each row contiguous); positions [T]
+    i64; *_norm_weight [128] contiguous; cos_sin_cache [max_pos, rotary_dim] fp32 = [cos | sin];
+    slot_mapping [T] i64 (-1: skip the token; other slots distinct);
     k_cache / v_cache [pages, nkv, 8704] u8; index_k_cache [pages, 1, 8704] u8 (None for dense layers, niq = 0).
     Returns q [T, nq, 128] in q_dtype (bf16 or float8_e4m3fn, unit scale) and idx_q [T, niq, 128] bf16 (or None).
     """
@@ -68,46 +129,10 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     v_records = as_records(v_cache, "v_cache")
     i_records = None if index_k_cache is None else as_records(index_k_cache, "index_k_cache")
     if check:
-        nq, nkv = _int(num_q_heads, "num_q_heads", 1), _int(num_kv_heads, "num_kv_heads", 1)
-        niq = _int(num_index_heads, "num_index_heads", 0)
-        expect(nq % nkv == 0 and nq // nkv <= MAX_GROUP, "num_q_heads / num_kv_heads (GQA group)",
-               f"an integer group in [1, {MAX_GROUP}]", f"{nq} / {nkv}")
-        expect((niq == 0) == (i_records is None), "index_k_cache", "given exactly when num_index_heads > 0",
-               f"index_k_cache={'None' if i_records is None else 'a cache'}, num_index_heads={niq}")
-        expect(isinstance(qkv, torch.Tensor), "qkv", "a tensor", type(qkv).__name__, TypeError)
-        expect_dtype(qkv, "qkv", FLOAT_DTYPES)
-        width = (nq + 2 * nkv + niq + (1 if niq else 0)) * HEAD_DIM
-        expect_shape(qkv, "qkv", (None, width))
-        expect_contiguous(qkv, "qkv")
-        device, tokens = qkv.device, qkv.shape[0]
-        _index_vector(positions, "positions", tokens, device, (torch.int64,))
-        _index_vector(slot_mapping, "slot_mapping", tokens, device, (torch.int64,))
-        for name, weight in (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)) + (
-                (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight)) if niq else ()):
-            expect(isinstance(weight, torch.Tensor), name, "a tensor", type(weight).__name__, TypeError)
-            expect_dtype(weight, name, FLOAT_DTYPES)
-            expect_shape(weight, name, (HEAD_DIM,))
-            expect_device(weight, name, device)
-        _int(rotary_dim, "rotary_dim", 2)
-        expect(rotary_dim % 2 == 0 and rotary_dim <= HEAD_DIM, "rotary_dim", f"even and <= {HEAD_DIM}", rotary_dim)
-        expect_dtype(cos_sin_cache, "cos_sin_cache", (torch.float32,))
-        expect_shape(cos_sin_cache, "cos_sin_cache", (None, rotary_dim))
-        expect_device(cos_sin_cache, "cos_sin_cache", device)
-        expect_contiguous(cos_sin_cache, "cos_sin_cache")
-        expect(isinstance(eps, float) and eps > 0, "eps", "a positive float", eps)
-        expect(q_dtype in Q_DTYPES, "q_dtype", f"one of {Q_DTYPES}", q_dtype, TypeError)
-        for name, records, heads in (("k_cache", k_records, nkv), ("v_cache", v_records, nkv),
-                                     ("index_k_cache", i_records, 1)):
-            if records is None:
-                continue
-            expect(records.shape[1] == heads, f"{name} heads", heads, records.shape[1])
-            expect_device(records, name, device)
-        pages = k_records.shape[0]
-        expect(v_records.shape[0] == pages and (i_records is None or i_records.shape[0] == pages),
-               "v_cache / index_k_cache pages", f"{pages} (as k_cache)",
-               f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
-        _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
-        _in_range(slot_mapping, "slot_mapping", -1, pages * PAGE_SIZE)
+        check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                         cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads=num_q_heads,
+                         num_kv_heads=num_kv_heads, num_index_heads=num_index_heads, rotary_dim=rotary_dim, eps=eps,
+                         q_dtype=q_dtype)
     impl = resolve_backend(backend, qkv.device)
     return impl.fused_qknorm_rope_write(
         qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight, cos_sin_cache,
@@ -116,23 +141,28 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
 
 
 # ----------------------------------------------------------------------------------------------------------------
-def _check_rows(block_table, row_request, row_position, rows: int, device, pages: int,
-                block_tokens: int = PAGE_SIZE, pages_per_block: int = 1) -> None:
-    expect(isinstance(block_table, torch.Tensor), "block_table", "a tensor", type(block_table).__name__, TypeError)
-    expect_dtype(block_table, "block_table", INDEX)
-    expect_shape(block_table, "block_table", (None, None))
-    expect_device(block_table, "block_table", device)
-    expect_contiguous(block_table, "block_table")
-    _index_vector(row_request, "row_request", rows, device)
-    _index_vector(row_position, "row_position", rows, device)
-    _in_range(row_request, "row_request", 0, block_table.shape[0])
+def check_rows(block_table, row_request, row_position, rows: int, device, pages: int,
+               block_tokens: int = PAGE_SIZE, pages_per_block: int = 1,
+               names: tuple[str, str, str] = ("block_table", "row_request", "row_position")) -> None:
+    """The rows' metadata, as index_topk / build_sparse_tables check it: block_table [B, W] i32 contiguous,
+    row_request / row_position [rows] i32 in range, every page a row can see in [0, pages). Host syncs.
+    ``names``: how the messages call the three (the layer names its metadata fields)."""
+    table_name, request_name, position_name = names
+    expect(isinstance(block_table, torch.Tensor), table_name, "a tensor", type(block_table).__name__, TypeError)
+    expect_dtype(block_table, table_name, INDEX)
+    expect_shape(block_table, table_name, (None, None))
+    expect_device(block_table, table_name, device)
+    expect_contiguous(block_table, table_name)
+    _index_vector(row_request, request_name, rows, device)
+    _index_vector(row_position, position_name, rows, device)
+    _in_range(row_request, request_name, 0, block_table.shape[0])
     max_tokens = block_table.shape[1] // pages_per_block * block_tokens
-    _in_range(row_position, "row_position", 0, max_tokens)
+    _in_range(row_position, position_name, 0, max_tokens)
     if rows:
         # every page a row can see must be a real page
         needed = (row_position.long() // PAGE_SIZE + 1)
         used = torch.arange(block_table.shape[1], device=device) < needed[:, None]
-        _in_range(block_table[row_request.long()][used], "block_table (entries a row can see)", 0, pages)
+        _in_range(block_table[row_request.long()][used], f"{table_name} (entries a row can see)", 0, pages)
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk=16, init_blocks=0,
@@ -141,9 +171,11 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
 
     idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8; block_table [B, max_blocks] i32 page ids;
     row_request [R] i32 (request of each row); row_position [R] i32 (the row's token position).
-    ``score[h, r, b] = max_{p in b, p <= row_position[r]} idx_q[r, h] . idx_k[p]``; blocks ``b < init_blocks``
-    score 1e30, the ``local_blocks`` blocks ending at the row's own block 1e29; keeps
-    ``min(topk, own_block + 1)`` blocks, ties to the smaller id.
+    ``score[h, r, b] = max_{p in b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` in fp32 (fp32 idx_q is never
+    rounded; a NaN dot product counts as -inf); blocks ``b < init_blocks`` and the ``local_blocks`` blocks ending at
+    the row's own block are forced: they rank above every score (init above local); keeps
+    ``min(topk, own_block + 1)`` blocks, ties to the smaller id. topk <= MAX_TOPK, block table width <=
+    MAX_INDEX_BLOCKS, idx_q contiguous with <= MAX_INDEX_HEADS heads.
     """
     records = as_records(index_k_cache, "index_k_cache")
     if check:
@@ -151,15 +183,38 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect_dtype(idx_q, "idx_q", FLOAT_DTYPES)
         expect(idx_q.dim() == 3, "idx_q", "of shape [rows, index_heads, 128]", list(idx_q.shape))
         _head_dim(idx_q, "idx_q")
+        expect(idx_q.shape[1] <= MAX_INDEX_HEADS, "idx_q.shape[1] (index heads)", f"<= {MAX_INDEX_HEADS}",
+               idx_q.shape[1])
+        expect_contiguous(idx_q, "idx_q")
         expect(records.shape[1] == 1, "index_k_cache heads", "1 (one shared index-K head)", records.shape[1])
         expect_device(records, "index_k_cache", idx_q.device)
-        _int(topk, "topk", 1)
-        _int(init_blocks, "init_blocks", 0)
-        _int(local_blocks, "local_blocks", 0)
-        _check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
+        expect_int(topk, "topk", 1, MAX_TOPK)
+        expect_int(init_blocks, "init_blocks", 0)
+        expect_int(local_blocks, "local_blocks", 0)
+        check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
+        expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
+               f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
     impl = resolve_backend(backend, idx_q.device)
     return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
                            init_blocks=init_blocks, local_blocks=local_blocks)
+
+
+def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, block_tokens: int) -> None:
+    """Per (head, row): distinct ascending ids <= the row's own block, then -1 padding (host sync; check=True)."""
+    if topk_blocks.numel() == 0:
+        return
+    ids = topk_blocks.long().transpose(0, 1)  # [R, nkv, topk]: the first bad entry is found row first
+    own = row_position.long() // block_tokens
+    chosen = ids >= 0
+    bad = chosen & (ids > own[:, None, None])  # past the row's own block: future tokens, another page
+    follows = torch.zeros_like(bad)
+    follows[..., 1:] = chosen[..., 1:] & (~chosen[..., :-1] | (ids[..., 1:] <= ids[..., :-1]))  # after -1 / not up
+    bad |= follows
+    if bool(bad.any()):
+        r, h, k = (int(i) for i in bad.nonzero()[0])
+        fail("topk_blocks", "distinct ascending block ids <= the row's own block, then -1 padding (what index_topk "
+             "returns)", f"{ids[r, h].tolist()} at row {r}, head {h} (own block {int(own[r])}; first bad value "
+             f"{int(ids[r, h, k])} at index {k})")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -167,9 +222,12 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
                         backend=None, check=True):
     """One-block-per-page tables for pa_decode from each row's top-k blocks.
 
-    topk_blocks [nkv, R, topk] i32 (ascending, -1 padded) -> tables [R * nkv, topk * ppb] i32 (folded page ids
-    ``page * nkv + h``; full blocks first, the own partial block last; unused entries 0) and
-    context_lens [R * nkv] i32.
+    topk_blocks [nkv, R, topk] i32 -> tables [R * nkv, topk * ppb] i32 (folded page ids ``page * nkv + h``; full
+    blocks first, the own partial block last; unused entries 0) and context_lens [R * nkv] i32.
+    Each (head, row) of topk_blocks must hold distinct block ids in ascending order, none past the row's own block
+    (``row_position // (128 * ppb)``), then -1 padding: what index_topk returns. Checked with check=True; anything
+    else under check=False is undefined (e.g. another request's page or future tokens become attendable).
+    topk <= MAX_TOPK, pages_per_block <= MAX_PAGES_PER_BLOCK.
     """
     if check:
         expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
@@ -177,14 +235,17 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         expect_dtype(topk_blocks, "topk_blocks", INDEX)
         expect(topk_blocks.dim() == 3, "topk_blocks", "of shape [kv_heads, rows, topk]", list(topk_blocks.shape))
         expect_contiguous(topk_blocks, "topk_blocks")
-        nkv = _int(num_kv_heads, "num_kv_heads", 1)
+        nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
         expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
-        ppb = _int(pages_per_block, "pages_per_block", 1)
+        expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
+               topk_blocks.shape[2])
+        ppb = expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
         # folded ids page * nkv + h must fit int32
-        _check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
-                    (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
+        check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
+                   (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
         blocks_per_row = block_table.shape[1] // ppb
         _in_range(topk_blocks, "topk_blocks", -1, max(blocks_per_row, 0))
+        _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
     impl = resolve_backend(backend, topk_blocks.device)
     return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
                                     num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
@@ -199,7 +260,10 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     k_cache / v_cache [pages, kv_heads, 8704] u8 (addressed folded: id = page * kv_heads + head);
     tables [R, W] i32 folded page ids; context_lens [R] i32: token t < context_lens[r] is at page
     tables[r, t // 128], offset t % 128; bytes of other tokens may be garbage and never reach ``out``;
-    context_lens[r] == 0 writes zeros. ``logits = (q . k) * query_scale[r] * softmax_scale``, softmax in fp32.
+    context_lens[r] == 0 writes zeros. ``logits = (q . k) * softmax_scale * query_scale[r]``, softmax in fp32.
+    query_scale: None (1), a finite number >= 0 or fp32 [R] of such (0 gives uniform attention). Non-finite logits
+    (from non-finite or huge q): NaN or +inf at an attended token -> that head's row is NaN; -inf -> weight 0;
+    all -inf -> NaN (docs/api.md).
     """
     k_records = as_records(k_cache, "k_cache")
     v_records = as_records(v_cache, "v_cache")
@@ -227,15 +291,22 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
             expect_device(records, name, device)
         expect(k_records.shape == v_records.shape, "v_cache.shape", f"{list(k_records.shape)} (as k_cache)",
                list(v_records.shape))
-        expect(isinstance(softmax_scale, (int, float)) and math.isfinite(softmax_scale) and softmax_scale > 0,
-               "softmax_scale", "a positive finite float", softmax_scale)
+        expect_positive(softmax_scale, "softmax_scale")
+        # query_scale: None (1), a finite number >= 0 (0: uniform attention), or fp32 [rows] of such numbers
         if isinstance(query_scale, torch.Tensor):
             expect_dtype(query_scale, "query_scale", (torch.float32,))
             expect_shape(query_scale, "query_scale", (rows,))
             expect_device(query_scale, "query_scale", device)
+            expect_contiguous(query_scale, "query_scale")
+            bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
+            if rows and bool(bad.any()):  # host sync, check=True only
+                first = int(bad.nonzero()[0, 0])
+                fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
         else:
-            expect(query_scale is None or isinstance(query_scale, (int, float)), "query_scale",
+            expect(query_scale is None or is_number(query_scale), "query_scale",
                    "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
+            expect(query_scale is None or (math.isfinite(query_scale) and query_scale >= 0), "query_scale",
+                   "a finite number >= 0 (0: uniform attention)", query_scale)
         width = tables.shape[1]
         _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
         if rows and width:
@@ -250,8 +321,8 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
 
 def plan_pa_decode(num_rows: int, max_table_width: int, group: int, device, backend=None):
     """A caller-owned workspace for pa_decode (graph-stable buffers); None when the backend needs none."""
-    _int(num_rows, "num_rows", 0)
-    _int(max_table_width, "max_table_width", 1)
-    expect(isinstance(group, int) and 1 <= group <= MAX_GROUP, "group", f"an int in [1, {MAX_GROUP}]", group)
+    expect_int(num_rows, "num_rows", 0)
+    expect_int(max_table_width, "max_table_width", 1)
+    expect_int(group, "group", 1, MAX_GROUP)
     impl = resolve_backend(backend, device)
     return impl.make_plan(num_rows, max_table_width, group, torch.device(device))

@@ -14,8 +14,6 @@ import torch
 
 from .cache import HEAD_DIM, PAGE_SIZE
 
-INIT_SCORE, LOCAL_SCORE = 1e30, 1e29
-
 
 def rope_angles(positions: torch.Tensor, rotary_dim: int, theta: float) -> torch.Tensor:
     """NeoX RoPE angles [T, rotary_dim / 2] in fp64: ``position * theta ** (-2i / rotary_dim)``."""
@@ -49,15 +47,13 @@ def _rope(x: torch.Tensor, positions: torch.Tensor, rotary_dim: int, theta: floa
 
 
 def _select(scores: list[float], own: int, topk: int, init_blocks: int, local_blocks: int) -> list[int]:
-    """Blocks 0..own with their scores -> the kept ids, ascending."""
-    forced = []
+    """Blocks 0..own with their scores -> the kept ids, ascending. Forced blocks rank above every score (init above
+    local, each kind tied); a NaN score ranks as -inf; ties go to the smaller id."""
+    ranked = []
     for b, s in enumerate(scores[: own + 1]):
-        if b < init_blocks:
-            s = INIT_SCORE
-        elif b > own - local_blocks:
-            s = LOCAL_SCORE
-        forced.append((-s, b))  # ascending order of (-score, id): best first, ties to the smaller id
-    return sorted(b for _, b in sorted(forced)[: min(topk, own + 1)])
+        level = 2 if b < init_blocks else 1 if b > own - local_blocks else 0
+        ranked.append((-level, 0.0 if level else -s if s == s else float("inf"), b))  # best first
+    return sorted(b for *_, b in sorted(ranked)[: min(topk, own + 1)])
 
 
 def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: torch.Tensor | None = None,

@@ -28,6 +28,11 @@ E2M1 = tuple(E2M1_MAG) + tuple(-m for m in E2M1_MAG)  # value of codes 0..15 (co
 
 MODES = ("ceil", "floor", "mse")
 
+# Attention tolerance, ||out - ref64|| / ||ref64||: the bf16 rounding of the output (2**-9 relative, ~1.1e-3 rms
+# of a uniform rounding error is 2**-9/sqrt(3) ~ 1.1e-3 worst, ~6e-4 typical) plus bf16 rounding of the
+# probabilities fed to the P.V product (same order), measured on the torch backend at ~7e-4; band x3.
+ATTN_REL_TOL = 3e-3
+
 
 # ---- scalar codec ---------------------------------------------------------------------------------------------
 def f32(x: float) -> float:
@@ -180,6 +185,16 @@ def put_token(records: torch.Tensor, page: int, head: int, offset: int, data: to
     d, s = token_bytes(records, page, head, offset)
     d.copy_(data)
     s.copy_(scale)
+
+
+def records_from_values(values: torch.Tensor, mode: str = "ceil") -> torch.Tensor:
+    """values [pages, 128 tokens, 128] float -> one-head records [pages, 1, 8704] (np_quantize of every token)."""
+    pages = values.shape[0]
+    data, scale = np_quantize(values.reshape(pages * PAGE, D), mode)
+    records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
+    records[:, 0, :PAGE * DATA_B] = data.view(pages, PAGE * DATA_B)
+    records[:, 0, PAGE * DATA_B:] = scale.view(pages, PAGE * SCALE_B)
+    return records
 
 
 def folded_tokens(records: torch.Tensor, folded_page: int) -> tuple[torch.Tensor, torch.Tensor]:

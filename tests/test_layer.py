@@ -280,9 +280,9 @@ def numpy_attention(config: LayerConfig, x: torch.Tensor, weights, positions) ->
                 scores = []
                 for b in range(own + 1):
                     s = max(float(iq[p, h] @ ik[t]) for t in range(b * 128, min(p, b * 128 + 127) + 1))
-                    s = 1e30 if b < config.init_blocks else (1e29 if b > own - config.local_blocks else s)
-                    scores.append(s)
-                keep = sorted(sorted(range(own + 1), key=lambda b: (-scores[b], b))[:min(config.topk, own + 1)])
+                    level = 2 if b < config.init_blocks else 1 if b > own - config.local_blocks else 0
+                    scores.append((-level, 0.0 if level else -s))  # forced blocks rank above every score
+                keep = sorted(sorted(range(own + 1), key=lambda b: (scores[b], b))[:min(config.topk, own + 1)])
                 sel_all[h, r, :len(keep)] = keep
                 tokens = [t for t in tokens if t // 128 in keep]
             logits = q[p, h * g:(h + 1) * g] @ k[tokens, h].T * config.softmax_scale  # [g, n]

@@ -20,7 +20,6 @@ import _helpers as H  # noqa: E402
 from atom_mxfp4 import ops  # noqa: E402
 from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
 
-INIT_SCORE, LOCAL_SCORE = 1e30, 1e29  # forced-block sentinels of DESIGN §5
 
 
 def make_problem(lens, rows_at, niq=1, seed=0, extra_pages=3):
@@ -67,17 +66,14 @@ def reference_topk(prob, topk, init_blocks, local_blocks) -> np.ndarray:
         own = pos // 128
         keys = prob["keys"][req]
         for h in range(niq):
-            scores = []
+            rank = []  # forced blocks first (init, then local; each kind tied), then by score; ties to smaller id
             for b in range(own + 1):
                 last = min(pos, b * 128 + 127)  # positions p <= row_position only
                 s = float((keys[b * 128:last + 1] @ q[r, h]).max())
-                if b < init_blocks:
-                    s = INIT_SCORE
-                elif b > own - local_blocks:
-                    s = LOCAL_SCORE
-                scores.append(s)
+                level = 2 if b < init_blocks else 1 if b > own - local_blocks else 0
+                rank.append((-level, 0.0 if level else -s))
             keep = min(topk, own + 1)
-            best = sorted(range(own + 1), key=lambda b: (-scores[b], b))[:keep]
+            best = sorted(range(own + 1), key=lambda b: (rank[b], b))[:keep]
             out[h, r, :keep] = sorted(best)
     return out
 
@@ -134,8 +130,8 @@ def test_fewer_blocks_than_topk_pads_with_minus_one(backend):
 @pytest.mark.parametrize("backend", ["torch"])
 @pytest.mark.parametrize("init_blocks, local_blocks, topk", [(0, 0, 3), (1, 1, 3), (2, 3, 4), (3, 2, 3), (4, 4, 2)])
 def test_init_and_local_forcing(backend, init_blocks, local_blocks, topk):
-    # forced blocks beat any score; with more forced blocks than topk, init (1e30) beats local (1e29),
-    # and equal sentinels go to the smaller block id
+    # forced blocks beat any score; with more forced blocks than topk, init beats local, and forced blocks of
+    # one kind go to the smaller block id
     prob = make_problem([1500, 900], lambda r, n: [n - 1, n // 2, 300], seed=5)
     got = check(prob, topk=topk, init_blocks=init_blocks, local_blocks=local_blocks, backend=backend)
     own = (1500 - 1) // 128

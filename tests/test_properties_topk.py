@@ -20,12 +20,9 @@ def expected_topk(scores_by_token, position, topk, init_blocks, local_blocks):
     ranked = []
     for b in range(own + 1):
         score = max(scores_by_token[b * PAGE : min((b + 1) * PAGE, position + 1)])
-        if b < init_blocks:
-            score = 1e30
-        elif b > own - local_blocks:
-            score = 1e29
-        ranked.append((-score, b))
-    kept = sorted(b for _, b in sorted(ranked)[: min(topk, own + 1)])
+        level = 2 if b < init_blocks else 1 if b > own - local_blocks else 0  # forced: above every score
+        ranked.append((-level, 0.0 if level else -score, b))
+    kept = sorted(b for *_, b in sorted(ranked)[: min(topk, own + 1)])
     return kept + [-1] * (topk - len(kept))
 
 

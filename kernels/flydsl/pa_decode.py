@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_contiguous
 
 from . import layout as L
 
@@ -84,6 +84,9 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     for name, records in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(records.is_contiguous(), name, "dense contiguous records [pages, heads, 8704]",
                f"strides {tuple(records.stride())}")
+    for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
+            (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
+        expect_contiguous(tensor, name)  # read by data_ptr with unit strides, even under check=False
     if plan is None:
         plan = make_plan(rows, max(width, 1), group, device)
     _check_plan(plan, rows, width, group)

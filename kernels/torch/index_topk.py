@@ -1,7 +1,8 @@
 """index_topk, torch reference: score every KV block with the index query, force init/local blocks, keep top-k.
 
-``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized, fp32).
-Sentinels: forced init blocks score 1e30, forced local blocks 1e29; output padding is -1.
+``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized, fp32; a NaN
+product sum counts as -inf). Blocks rank by score; forced blocks rank above every score, +inf included (init
+blocks above local ones, each kind tied, ties to the smaller id). Output padding is -1.
 """
 
 import torch
@@ -10,9 +11,15 @@ from atom_mxfp4.cache import PAGE_SIZE
 
 from .paged import read_pages
 
-INIT_SCORE = 1e30  # blocks b < init_blocks
-LOCAL_SCORE = 1e29  # the local_blocks blocks ending at the row's own block
+INIT_KEY = 0x7F800002  # rank keys of forced blocks (init: b < init_blocks; local: the local_blocks blocks ending at
+LOCAL_KEY = 0x7F800001  # the row's own block): above the key of every fp32 score, +inf's being 0x7F800000
 ROW_CHUNK = 1024  # rows scored at once (bounds the [rows, heads, tokens] score tensor)
+
+
+def rank_keys(scores: torch.Tensor) -> torch.Tensor:
+    """fp32 scores (no NaN) -> int64 keys in the order of the scores (-0.0 ties +0.0)."""
+    bits = (scores + 0.0).view(torch.int32).long()
+    return torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
 
 
 def select_blocks(scores: torch.Tensor, own_block: torch.Tensor, topk: int, init_blocks: int,
@@ -24,10 +31,11 @@ def select_blocks(scores: torch.Tensor, own_block: torch.Tensor, topk: int, init
     rows, _, nblocks = scores.shape
     block = torch.arange(nblocks, device=scores.device)
     own = own_block[:, None, None].long()
-    scores = torch.where(block >= own - local_blocks + 1, torch.full_like(scores, LOCAL_SCORE), scores)
-    scores = torch.where(block < init_blocks, torch.full_like(scores, INIT_SCORE), scores)
-    scores = torch.where(block > own, torch.full_like(scores, float("-inf")), scores)
-    order = torch.sort(scores, dim=-1, descending=True, stable=True).indices  # stable: ties keep smaller id first
+    keys = rank_keys(scores)
+    keys = torch.where(block >= own - local_blocks + 1, LOCAL_KEY, keys)
+    keys = torch.where(block < init_blocks, INIT_KEY, keys)
+    keys = torch.where(block > own, torch.iinfo(torch.int64).min, keys)
+    order = torch.sort(keys, dim=-1, descending=True, stable=True).indices  # stable: ties keep smaller id first
     width = min(topk, nblocks)
     chosen = order[..., :width]
     keep = torch.arange(width, device=scores.device) < torch.clamp(own + 1, max=topk)
@@ -52,7 +60,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
             position = row_position[chunk].long()
             scores = torch.einsum("rhd,td->rht", idx_q[chunk].float(), keys)  # [rows, H, tokens]
             causal = torch.arange(keys.shape[0], device=keys.device) <= position[:, None, None]
-            scores = torch.where(causal, scores, torch.full_like(scores, float("-inf")))
+            scores = torch.where(causal & ~scores.isnan(), scores, float("-inf"))  # NaN never wins a block's max
             scores = scores.view(chunk.numel(), num_heads, num_blocks, PAGE_SIZE).amax(-1)
             ids = select_blocks(scores, position // PAGE_SIZE, topk, init_blocks, local_blocks)
             out[:, chunk] = ids.transpose(0, 1)

@@ -5,9 +5,9 @@
 Arguments arrive validated by ``atom_mxfp4.ops``; launchers re-check only the layout invariants they rely on.
 """
 
-from ._interpreter_compat import patch_interpreter_index
+from ._interpreter_compat import patch_interpreter
 
-patch_interpreter_index()
+patch_interpreter()
 
 from .index_topk import index_topk  # noqa: E402
 from .pa_decode import make_plan, pa_decode  # noqa: E402

@@ -1,16 +1,49 @@
-"""Make Triton 3.6's interpreter (TRITON_INTERPRET=1, used by the CPU tests) run loops with run-time bounds.
+"""Make Triton 3.6's interpreter (TRITON_INTERPRET=1, used by the CPU tests) run these kernels as the GPU does.
 
-The interpreter holds scalars as 1-element numpy arrays and converts a loop bound with ``int(array)``, which
-numpy >= 2.3 refuses for arrays of ndim 1 ("only 0-dimensional arrays can be converted to Python scalars").
-This wraps that one conversion; it changes nothing on the GPU path (the interpreter is not used there).
+Two fixes, both for the interpreter only (it is never used on the GPU path):
+
+1. Loops with run-time bounds. The interpreter holds scalars as 1-element numpy arrays and converts a loop bound
+   with ``int(array)``, which numpy >= 2.3 refuses for arrays of ndim 1 ("only 0-dimensional arrays can be converted
+   to Python scalars"). This wraps that one conversion.
+2. bf16 <-> fp32 conversions of subnormals. The interpreter's ``_convert_float`` normalizes a subnormal input's
+   significand and then, because bf16 and fp32 share one exponent range, clamps the new exponent to 0 without
+   shifting back: every one of the 254 non-zero bf16 subnormals (|x| < 2**-126) converts to a wrong fp32 value
+   (0x0001 -> 0.0, 0x0003 -> 2**-127 instead of 3 * 2**-133), and fp32 subnormals convert to wrong bf16 bits.
+   It also truncates fp32 -> bf16 where the GPU rounds to nearest even. Replaced for that one pair of types by the
+   exact bit operations the hardware performs: bf16 -> fp32 is ``bits << 16``; fp32 -> bf16 rounds to nearest even
+   (NaN -> 0x7FC0 with the input's sign). Every other conversion is left to the interpreter.
 """
 
+import numpy as np
 
-def patch_interpreter_index() -> None:
+
+def _bf16_fp32(convert):
+    def convert_float(data, input_dtype, output_dtype, rounding_mode):
+        import triton.language as tl
+
+        if input_dtype == tl.bfloat16 and output_dtype == tl.float32:
+            bits = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint16)
+            return (bits.astype(np.uint32) << 16).reshape(data.shape)
+        if input_dtype == tl.float32 and output_dtype == tl.bfloat16:
+            bits = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint32).astype(np.uint64)
+            rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even; carries into the exponent
+            nan = (bits & 0x7FFFFFFF) > 0x7F800000
+            rounded = np.where(nan, ((bits >> 16) & 0x8000) | 0x7FC0, rounded)
+            return rounded.astype(np.uint16).reshape(data.shape)
+        return convert(data, input_dtype, output_dtype, rounding_mode)
+
+    convert_float._atom_mxfp4_patched = True
+    return convert_float
+
+
+def patch_interpreter() -> None:
     try:
         from triton.runtime import interpreter
     except ImportError:  # pragma: no cover - triton without the interpreter
         return
+    convert = getattr(interpreter, "_convert_float", None)
+    if convert is not None and not getattr(convert, "_atom_mxfp4_patched", False):
+        interpreter._convert_float = _bf16_fp32(convert)
     scope = getattr(interpreter, "_LangPatchScope", None)
     if scope is None or getattr(scope.set_attr, "_atom_mxfp4_patched", False):
         return

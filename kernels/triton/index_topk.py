@@ -1,15 +1,17 @@
 """index_topk (Triton): score every 128-token KV block with the index query, force init/local blocks, keep top-k.
 
-``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized K, fp32 sums of
-bf16 x e2m1 products). Two launches:
+``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized K, fp32 sums;
+bf16 idx_q: bf16 x e2m1 products on the tensor cores; fp32 / fp16 idx_q: an fp32 dot, ``input_precision="ieee"``,
+never rounded to bf16). A NaN product sum counts as -inf (it never wins a block's max). Two launches:
 1. ``_score_kernel`` grid (rows, block chunks): one dequantized index-K page per step, one ``tl.dot`` for all
-   index heads of the row; writes scores [niq, R, max_blocks] fp32 for blocks <= the row's own block only;
-   forced blocks are not read: init blocks (b < init_blocks) score 1e30, the ``local_blocks`` blocks ending at
-   the own block score 1e29 (init wins where both apply, as in the torch backend).
-2. ``_select_kernel`` grid (rows, niq): ``min(topk, own_block + 1)`` rounds of one int64 max over packed
-   (monotone score bits << 32 | (max_blocks - block)) keys, so a tie goes to the smaller block id; the chosen
-   ids are written ascending by rank (prefix count), padding -1.
-Sentinels: 1e30 / 1e29 forced scores, -1 padding. Not checked at run time: block_table entries in range.
+   index heads of the row; writes rank keys [niq, R, max_blocks] int32 for blocks <= the row's own block only:
+   the monotone int of the fp32 score (-0 as +0), or for forced blocks (not read) INIT_KEY / LOCAL_KEY, above the
+   key of every score including +inf (init blocks b < init_blocks; the ``local_blocks`` blocks ending at the own
+   block; init wins where both apply, as in the torch backend).
+2. ``_select_kernel`` grid (rows, niq): ``min(topk, own_block + 1)`` rounds (a run-time loop: compiles once for
+   every topk) of one int64 max over (rank key << 32 | (max_blocks - block)), so a tie goes to the smaller block
+   id; the chosen ids are written ascending by rank (prefix count), padding -1.
+Sentinels: INIT_KEY / LOCAL_KEY forced ranks, -1 padding. Not checked at run time: block_table entries in range.
 """
 
 from dataclasses import dataclass
@@ -19,20 +21,22 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.limits import MAX_INDEX_BLOCKS, MAX_TOPK
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, mma_bf16, mma_operand, qk_tile
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
 
-INIT_SCORE = tl.constexpr(1e30)
-LOCAL_SCORE = tl.constexpr(1e29)
+INIT_KEY = tl.constexpr(0x7F800002)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
+LOCAL_KEY = tl.constexpr(0x7F800001)
 BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
 
 
 @triton.jit
 def _score_kernel(
-    idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, scores_ptr,
+    idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
     BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr, DECODE: tl.constexpr,
+    Q_FP32: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -43,9 +47,10 @@ def _score_kernel(
     position = tl.load(row_position_ptr + row)
     own_block = position // PAGE_SIZE
     q = tl.load(idx_q_ptr + (row * num_heads + head[:, None]) * HEAD_DIM + dim[None, :], mask=head_ok[:, None],
-                other=0.0)
-    q = mma_operand(q.to(tl.float32), MMA_BF16)
-    out_ptr = scores_ptr + (head * num_rows + row) * max_blocks  # [BLOCK_H] pointers of scores[h, row, :]
+                other=0.0).to(tl.float32)
+    if not Q_FP32:
+        q = mma_operand(q, MMA_BF16)  # bf16 values: exact
+    out_ptr = keys_ptr + (head * num_rows + row) * max_blocks  # [BLOCK_H] pointers of keys[h, row, :]
     token_in_tile = tl.arange(0, BLOCK_N)
     first = chunk * blocks_per_program
     for i in range(0, blocks_per_program):
@@ -54,8 +59,8 @@ def _score_kernel(
             is_init = blk < init_blocks
             is_local = blk > own_block - local_blocks
             if is_init | is_local:
-                score = tl.full([BLOCK_H], LOCAL_SCORE, tl.float32)
-                score = tl.where(is_init, INIT_SCORE, score)
+                key = tl.full([BLOCK_H], LOCAL_KEY, tl.int32)
+                key = tl.where(is_init, INIT_KEY, key)
             else:
                 page = tl.load(block_table_ptr + request * table_stride + blk).to(tl.int64)
                 record = index_k_ptr + page * RECORD_BYTES
@@ -63,15 +68,21 @@ def _score_kernel(
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)  # [BLOCK_H, N] fp32
-                    s = tl.where(visible[None, :], s, float("-inf"))
+                    if Q_FP32:  # fp32 dot of fp32 values (the decoded K is exact in fp32)
+                        k = load_tokens(record, offset, visible, BLOCK_N, False, DECODE).to(tl.float32)
+                        s = tl.dot(q, tl.trans(k), input_precision="ieee")
+                    else:
+                        s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)  # [BLOCK_H, N]
+                    s = tl.where(visible[None, :] & (s == s), s, float("-inf"))  # NaN never wins the max
                     score = tl.maximum(score, tl.max(s, axis=1))
-            tl.store(out_ptr + blk, score, mask=head_ok)
+                bits = (score + 0.0).to(tl.int32, bitcast=True)  # -0.0 -> +0.0 (they tie in the torch backend)
+                key = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # monotone: larger score -> larger key
+            tl.store(out_ptr + blk, key, mask=head_ok)
 
 
 @triton.jit
 def _select_kernel(
-    scores_ptr, row_position_ptr, out_ptr, num_rows, max_blocks,
+    keys_ptr, row_position_ptr, out_ptr, num_rows, max_blocks,
     TOPK: tl.constexpr, TOPK_POW2: tl.constexpr, BLOCKS_POW2: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -80,26 +91,23 @@ def _select_kernel(
     own_block = position // PAGE_SIZE
     blk = tl.arange(0, BLOCKS_POW2)
     valid = (blk <= own_block) & (blk < max_blocks)
-    score = tl.load(scores_ptr + (head * num_rows + row) * max_blocks + blk, mask=valid, other=0.0)
-    # monotone int key of the fp32 score (larger score -> larger key), then the block id in the low half with
-    # smaller ids larger, so one max picks the best score and, on a tie, the smallest block
-    score = score + 0.0  # -0.0 -> +0.0 (they tie in the torch backend's sort)
-    bits = score.to(tl.int32, bitcast=True)
-    ordered = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF).to(tl.int64)
-    key = (ordered << 32) | (max_blocks - blk).to(tl.int64)
+    rank_key = tl.load(keys_ptr + (head * num_rows + row) * max_blocks + blk, mask=valid, other=0)
+    # the rank key in the high half, the block id in the low half with smaller ids larger, so one max picks the best
+    # score and, on a tie, the smallest block
+    key = (rank_key.to(tl.int64) << 32) | (max_blocks - blk).to(tl.int64)
     NONE: tl.constexpr = -9223372036854775807 - 1
     key = tl.where(valid, key, NONE)
     count = tl.minimum(own_block + 1, TOPK)
     chosen = blk < 0  # all False
-    for j in tl.static_range(TOPK):
+    for _ in range(0, count):  # run-time bound: no unrolling by topk
         best = tl.max(key, axis=0)
-        pick = (key == best) & (j < count)
+        pick = (key == best) & (best != NONE)  # (NONE only if own_block >= max_blocks: unchecked input)
         chosen = chosen | pick
         key = tl.where(pick, NONE, key)
     # ascending output: rank of a chosen block = number of chosen blocks before it
     rank = tl.cumsum(chosen.to(tl.int32), axis=0) - 1
     base = out_ptr + (head * num_rows + row) * TOPK
-    tl.store(base + rank, blk.to(tl.int32), mask=chosen)
+    tl.store(base + rank, blk.to(tl.int32), mask=chosen & (rank < TOPK))
     slot = tl.arange(0, TOPK_POW2)
     tl.store(base + slot, tl.full([TOPK_POW2], -1, tl.int32), mask=(slot >= count) & (slot < TOPK))
 
@@ -140,8 +148,13 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     # ---- validate (launch invariants)
     rows, heads, _ = idx_q.shape
     expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {int(BLOCK_H)}", heads)
-    expect(idx_q.is_contiguous() and block_table.is_contiguous(), "idx_q / block_table", "contiguous",
-           f"strides {idx_q.stride()} / {block_table.stride()}")
+    # compile-time sizes stay bounded even under check=False (host-side, no sync)
+    expect(1 <= topk <= MAX_TOPK, "topk", f"in [1, {MAX_TOPK}]", topk)
+    expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1]", f"<= {MAX_INDEX_BLOCKS}",
+           block_table.shape[1])
+    for name, tensor in (("idx_q", idx_q), ("block_table", block_table), ("row_request", row_request),
+                         ("row_position", row_position)):
+        expect_contiguous(tensor, name)  # read by pointer with unit strides (block_table rows by its row stride)
     expect(index_k_cache.is_contiguous() and index_k_cache.shape[1:] == (1, int(RECORD_BYTES)), "index_k_cache",
            f"contiguous [pages, 1, {int(RECORD_BYTES)}]", list(index_k_cache.shape))
     # ---- flatten
@@ -154,20 +167,22 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         return out
     if max_blocks == 0:
         return out.fill_(-1)
-    scores = torch.empty(heads, rows, max_blocks, dtype=torch.float32, device=device)
+    keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=device)
     # ---- tuning
-    cfg = config or DEFAULT_CONFIG
-    per_program = cfg.blocks_per_program or blocks_per_program_for(rows, max_blocks, device)
+    cfg = DEFAULT_CONFIG if config is None else config
+    per_program = (blocks_per_program_for(rows, max_blocks, device) if cfg.blocks_per_program is None
+                   else cfg.blocks_per_program)
+    q_fp32 = idx_q.dtype != torch.bfloat16  # fp32 / fp16 idx_q: an fp32 dot (bf16 would round it)
     # ---- launch
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
-        idx_q, index_k_cache, block_table, row_request, row_position, scores,
+        idx_q, index_k_cache, block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DOT_SCALED=cfg.dot_scaled and mma_bf16(),
-        DECODE=2 if cfg.asm and mma_bf16() else 1,
+        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DOT_SCALED=cfg.dot_scaled and mma_bf16() and not q_fp32,
+        DECODE=2 if cfg.asm and mma_bf16() else 1, Q_FP32=q_fp32,
         num_warps=cfg.score_warps,
     )
     _select_kernel[(rows, heads)](
-        scores, row_position, out, rows, max_blocks,
+        keys, row_position, out, rows, max_blocks,
         TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), BLOCKS_POW2=triton.next_power_of_2(max_blocks),
         num_warps=cfg.select_warps,
     )

@@ -5,7 +5,9 @@ Row r (one KV head, heads folded into pages) attends over tokens t < context_len
 Sentinels / guarantees:
 - tokens t >= context_lens[r] are never loaded (masked loads), so NaN / Inf / scale 255 there cannot reach ``out``;
   table entries past ``ceil(context_lens[r] / 128)`` are never read (they may be 0 or garbage);
-- ``context_lens[r] == 0`` writes zeros.
+- ``context_lens[r] == 0`` writes zeros;
+- non-finite logits follow docs/api.md: a NaN or +inf logit of a token the row attends makes that head's row NaN, a
+  -inf logit gives its token weight 0, a row whose logits are all -inf is NaN (0 / 0).
 Two paths, one kernel: *split-KV* (grid rows x splits, each split a run of pages, partial (out, lse) in the plan's
 workspace, then an LSE merge) when rows are few; *direct* (one program per row, bf16 written at once) when many.
 The split count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA graph.
@@ -19,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_contiguous
 
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
     mma_operand, qk_tile, to_bf16_rne
@@ -83,8 +85,9 @@ def _pa_decode_kernel(
             logits = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16))) * scale
             logits = tl.where(valid[None, :], logits, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(logits - m_new[:, None])
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
+            alpha = tl.exp2(m_i - m_safe)
+            p = tl.exp2(logits - m_safe[:, None])
             l_i = l_i * alpha + tl.sum(p, axis=1)
             v = decode_token_bytes(v_data, v_scale, BLOCK_N, MMA_BF16)
             acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
@@ -100,29 +103,35 @@ def _pa_decode_kernel(
             logits = logits * scale
             logits = tl.where(valid[None, :], logits, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(logits - m_new[:, None])
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
+            alpha = tl.exp2(m_i - m_safe)
+            p = tl.exp2(logits - m_safe[:, None])
             l_i = l_i * alpha + tl.sum(p, axis=1)
             v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # 0 if invalid
             acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
             m_i = m_new
 
+    # l_i > 0: a softmax; l_i == 0: no token, or every logit -inf; l_i NaN: a NaN or +inf logit (docs/api.md)
     has_tokens = l_i > 0.0
-    out = acc / tl.where(has_tokens, l_i, 1.0)[:, None]  # rows / splits with no token: 0
-    if SPLIT:  # partial (out, lse) of this split; a split without tokens stores lse -inf and zeros
-        lse = tl.where(has_tokens, m_i + tl.log2(tl.where(has_tokens, l_i, 1.0)), float("-inf"))
+    out = acc / tl.where(has_tokens, l_i, 1.0)[:, None]
+    if SPLIT:  # partial (out, lse) of this split: lse -inf (weight 0) when l_i == 0, NaN when l_i is NaN
+        lse = tl.where(has_tokens, m_i + tl.log2(tl.where(has_tokens, l_i, 1.0)),
+                       tl.where(l_i == 0.0, float("-inf"), float("nan")))
         base = (row * num_splits + split) * BLOCK_H
         tl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
         tl.store(part_lse_ptr + base + head, lse)
-    else:
+    else:  # no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN
+        out = tl.where(has_tokens[:, None], out, tl.where(context > 0, float("nan"), 0.0))
         tl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], to_bf16_rne(out),
                  mask=head_ok[:, None])
 
 
 @triton.jit
-def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
-    """out[r] = sum_s w_s * part_out[r, s] with w_s = 2**(lse_s - max lse) / sum; all -inf (no token) -> 0."""
+def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, group, num_splits):
+    """out[r] = sum_s w_s * part_out[r, s] with w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN;
+    all -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf."""
     row = tl.program_id(0).to(tl.int64)
+    context = tl.load(context_lens_ptr + row)
     head = tl.arange(0, BLOCK_H)
     dim = tl.arange(0, HEAD_DIM)
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
@@ -140,6 +149,7 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, group, num_splits):
         l_i = l_i * alpha + w
         m_i = m_new
     out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    out = tl.where((l_i > 0.0)[:, None], out, tl.where(context > 0, float("nan"), 0.0))
     tl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], to_bf16_rne(out),
              mask=(head < group)[:, None])
 
@@ -229,7 +239,7 @@ class DecodePlan:
 
 def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None):
     device = torch.device(device)
-    config = config or decode_config(num_rows, group)
+    config = decode_config(num_rows, group) if config is None else config
     splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device,
                                                                       config.programs_per_sm)
     splits = max(1, min(splits, max_table_width))
@@ -249,8 +259,9 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     rows, group, _ = q.shape
     width = tables.shape[1]
     expect(group <= BLOCK_H, "q.shape[1] (GQA group)", f"<= {int(BLOCK_H)}", group)
-    expect(q.is_contiguous() and out.is_contiguous() and tables.is_contiguous(), "q / out / tables",
-           "contiguous", f"strides {q.stride()} / {out.stride()} / {tables.stride()}")
+    for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
+            (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
+        expect_contiguous(tensor, name)  # read by pointer with unit strides
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(cache.is_contiguous() and cache.shape[-1] == int(RECORD_BYTES), f"{name} layout",
                f"contiguous [pages, heads, {int(RECORD_BYTES)}] records", f"{list(cache.shape)} {cache.stride()}")
@@ -258,17 +269,15 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         expect(plan.num_rows == rows and plan.max_table_width == width, "plan",
                f"made for rows={rows}, max_table_width={width}",
                f"rows={plan.num_rows}, max_table_width={plan.max_table_width}")
-    # ---- flatten
-    has_query_scale = query_scale is not None
-    if isinstance(query_scale, torch.Tensor):
-        query_scale_arg, scalar_scale = query_scale, 1.0
-    else:
-        query_scale_arg, scalar_scale, has_query_scale = context_lens, float(query_scale or 1.0), False
+    # ---- flatten: a tensor query_scale is read per row; a number (or None = 1) is folded into the logit scale
+    has_query_scale = isinstance(query_scale, torch.Tensor)
+    query_scale_arg = query_scale if has_query_scale else context_lens  # never read when not has_query_scale
+    scalar_scale = 1.0 if query_scale is None or has_query_scale else float(query_scale)
     # ---- allocate (the plan's workspace; one is made here when the caller passed none)
     if rows == 0 or width == 0:  # ---- early return
         out.zero_()
         return out
-    plan = plan or make_plan(rows, width, group, q.device)
+    plan = make_plan(rows, width, group, q.device) if plan is None else plan
     # ---- tuning
     cfg = plan.config
     # ---- launch
@@ -280,10 +289,10 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
         DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=decode_mode(cfg, mma_bf16()),
         PREFETCH=cfg.prefetch,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, group, plan.num_splits, num_warps=4)
+        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, plan.num_splits, num_warps=4)
     return out
 
 

@@ -6,7 +6,9 @@ Arithmetic is the exact one of docs/api.md, so cache bytes equal the torch backe
 fp64 sum of squares, ``tl.sqrt_rn`` / ``tl.div_rn``, fp32 products rounded one by one (the launch passes
 ``enable_fp_fusion=False``: no FMA), K / idx_K quantized from fp32, V from ``v.float()``.
 Sentinel: ``slot_mapping[t] == -1`` skips the cache write of token t (q / idx_q are still written).
-Not checked at run time: slots and positions in range (``atom_mxfp4.ops`` checks them when ``check=True``).
+Layout: qkv rows may be strided (elements contiguous); positions, slot_mapping, cos_sin_cache and the weights must be
+contiguous (the launcher refuses others, even under check=False).
+Not checked at run time: slots and positions in range, distinct slots (``atom_mxfp4.ops`` checks with check=True).
 """
 
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.format import ScaleMode
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
@@ -134,7 +136,12 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                             cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache, *, num_q_heads,
                             num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype, config=None):
     # ---- validate (kernel invariants the launch relies on; user input was checked by atom_mxfp4.ops)
-    expect(qkv.stride(-1) == 1, "qkv.stride(-1)", "1", qkv.stride(-1))
+    expect(qkv.stride(-1) == 1, "qkv.stride(-1)", "1", qkv.stride(-1))  # rows may be strided (qkv_row_stride)
+    for name, tensor in (("positions", positions), ("slot_mapping", slot_mapping), ("cos_sin_cache", cos_sin_cache),
+                         ("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)) + (
+            (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight))
+            if num_index_heads else ()):
+        expect_contiguous(tensor, name)  # read by pointer with unit stride
     expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= int(HEAD_DIM), "rotary_dim", f"even in [2, {int(HEAD_DIM)}]", rotary_dim)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache), ("index_k_cache", index_k_cache)):
         if cache is not None:
@@ -153,7 +160,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     if tokens == 0:
         return q_out, iq_out
     # ---- tuning
-    cfg = config or write_config(tokens)
+    cfg = write_config(tokens) if config is None else config
     # ---- launch
     rows = nq + 2 * nkv + (niq + 1 if niq else 0)
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0

@@ -6,14 +6,19 @@ block expanded to its ``pages_per_block`` pages as folded ids ``block_table[req,
 unused entries are 0 (never read by pa_decode, which stops at context_lens).
 ``context_lens = n_full * block_tokens + (row_position - own_block * block_tokens + 1)`` when the own block is
 selected, else ``n_selected * block_tokens``; ``block_tokens = 128 * pages_per_block``.
-Sentinel consumed: ``topk_blocks == -1`` is padding. Not checked at run time: block ids < blocks per request.
+The input is what index_topk returns (``atom_mxfp4.ops`` checks it with check=True): distinct ascending ids, none
+past the own block, then -1 padding. So the own block, when selected, is the last id and the table is the input
+in its own order: one linear pass, no sort (work and registers O(topk * ppb)).
+Sentinel consumed: ``topk_blocks == -1`` is padding. Not checked at run time: the order above, block ids < blocks
+per request (unchecked violations give another order or other pages, always inside the table row).
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.limits import MAX_PAGES_PER_BLOCK, MAX_TOPK
 
 from ._mxfp4 import PAGE_SIZE
 
@@ -31,28 +36,17 @@ def _sparse_tables_kernel(
     position = tl.load(row_position_ptr + row)
     own = position // BLOCK_TOKENS
     own_tokens = position - own * BLOCK_TOKENS + 1
-    k = tl.arange(0, TOPK_POW2)
-    ids = tl.load(topk_ptr + (head * num_rows + row) * TOPK + k, mask=k < TOPK, other=-1)
-    selected = ids >= 0
-    is_own = selected & (ids == own)
-    is_full = selected & (ids != own)
-    n_full = tl.sum(is_full.to(tl.int32), axis=0)
-    own_selected = tl.sum(is_own.to(tl.int32), axis=0) > 0
-    # rank of a full block = number of full blocks with a smaller id (ascending order whatever the input order)
-    smaller = is_full[None, :] & (ids[None, :] < ids[:, None])  # [slot k, other k']
-    rank = tl.sum(smaller.to(tl.int32), axis=1)
-    # output slot j holds the full block of rank j, or the own block at j == n_full
     j = tl.arange(0, TOPK_POW2)
-    match = is_full[None, :] & (rank[None, :] == j[:, None])  # [slot j, k]
-    block_at = tl.sum(tl.where(match, ids[None, :], 0), axis=1)
-    full_at = tl.sum(match.to(tl.int32), axis=1) > 0
-    own_at = own_selected & (j == n_full)
-    block_at = tl.where(own_at, own, block_at)
-    # expand to pages: [slot j, page i]
+    ids = tl.load(topk_ptr + (head * num_rows + row) * TOPK + j, mask=j < TOPK, other=-1)
+    selected = ids >= 0
+    is_own = selected & (ids == own)  # the last selected id when present (ascending, none past own)
+    n_full = tl.sum((selected & ~is_own).to(tl.int32), axis=0)
+    own_selected = tl.sum(is_own.to(tl.int32), axis=0) > 0
+    # expand slot j (block ids[j]) to its pages: [slot j, page i]
     i = tl.arange(0, PPB_POW2)
-    page_used = (full_at | own_at)[:, None] & (i[None, :] < PPB)
-    page_used = page_used & (~own_at[:, None] | (i[None, :] * PAGE_SIZE < own_tokens))
-    logical = block_at[:, None].to(tl.int64) * PPB + i[None, :]
+    page_used = selected[:, None] & (i[None, :] < PPB)
+    page_used = page_used & (~is_own[:, None] | (i[None, :] * PAGE_SIZE < own_tokens))
+    logical = ids[:, None].to(tl.int64) * PPB + i[None, :]
     physical = tl.load(block_table_ptr + request * table_stride + logical, mask=page_used, other=0)
     folded = tl.where(page_used, physical.to(tl.int64) * num_kv_heads + head, 0).to(tl.int32)
     out_row = tables_ptr + (row * num_kv_heads + head) * (TOPK * PPB)
@@ -66,8 +60,13 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
     # ---- validate (launch invariants)
     nkv, rows, topk = topk_blocks.shape
     expect(nkv == num_kv_heads, "topk_blocks.shape[0]", f"num_kv_heads = {num_kv_heads}", nkv)
-    expect(topk_blocks.is_contiguous() and block_table.is_contiguous(), "topk_blocks / block_table", "contiguous",
-           f"strides {topk_blocks.stride()} / {block_table.stride()}")
+    # compile-time sizes stay bounded even under check=False (host-side, no sync)
+    expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
+    expect(1 <= pages_per_block <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"in [1, {MAX_PAGES_PER_BLOCK}]",
+           pages_per_block)
+    for name, tensor in (("topk_blocks", topk_blocks), ("block_table", block_table), ("row_request", row_request),
+                         ("row_position", row_position)):
+        expect_contiguous(tensor, name)  # read by pointer with unit strides (block_table rows by its row stride)
     # ---- flatten / allocate
     ppb = pages_per_block
     device = topk_blocks.device
