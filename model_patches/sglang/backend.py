@@ -118,7 +118,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
             weights = {"q_norm": module.q_norm.weight, "k_norm": module.k_norm.weight}
             if sparse:
                 weights.update(idx_q_norm=module.index_q_norm.weight, idx_k_norm=module.index_k_norm.weight)
-            # one RoPE table per device for all layers (not one per layer)
+            # RoPE tables shared by all layers (keyed by device and RoPE geometry), not one per layer
             layer = SparseMXFP4Attention(self.configs[sparse], weights, backend=self.kernel_backend,
                                          rope_tables=self._cos_sin)
             self.layers[layer_id] = layer
