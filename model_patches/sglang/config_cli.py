@@ -115,7 +115,7 @@ def report(config: dict, hf_quant: dict | None, where: str, env) -> list[str]:
                      f"atom_mxfp4: {resolve_kv_dtype('bf16', decl).warning}")
     problems = coexist.problems(env)
     lines += [f"environment: {p}" for p in problems] or [
-        f"environment: SGLang loads atom_mxfp4 ({coexist.PLUGINS_ENV}={env.get(coexist.PLUGINS_ENV, '')!r}, "
+        f"environment: nothing keeps SGLang from loading atom_mxfp4 ({coexist.PLUGINS_ENV}={env.get(coexist.PLUGINS_ENV, '')!r}, "
         f"{coexist.EXTERNAL_ENV}={env.get(coexist.EXTERNAL_ENV, '')!r})"]
     return lines
 
