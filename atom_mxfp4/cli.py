@@ -1,4 +1,5 @@
-"""The ``atom-mxfp4`` command: ``demo``, ``eval ...`` (evals), ``serve ...`` (SGLang with the plugin).
+"""The ``atom-mxfp4`` command: ``demo``, ``eval ...`` (evals), ``serve ...`` (SGLang with the plugin), ``config ...``
+(a checkpoint's MXFP4 KV-cache flag).
 
 Every leaf command is registered with ``command(parser, handler, check)``. What happens to bad input:
 
@@ -94,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  description=demo.__doc__, formatter_class=HelpFormatter)
     demo.add_arguments(demo_parser)
     command(demo_parser, demo.run, demo.check)
-    for name in ("atom_mxfp4.evals.cli", "atom_mxfp4.model_patches.sglang.cli"):
+    for name in ("atom_mxfp4.evals.cli", "atom_mxfp4.model_patches.sglang.cli",
+                 "atom_mxfp4.model_patches.sglang.config_cli"):
         module, why = _optional(name)
         if module is not None:
             added = module.add_parser(sub)

@@ -67,7 +67,7 @@ def test_entry_point_is_declared_and_loaded():
     assert ATTENTION_BACKENDS[BACKEND_NAME] is hooks.create_backend
     assert BACKEND_NAME in ATTENTION_BACKEND_CHOICES
     targets = {hooks.T_ADD_CLI_ARGS, hooks.T_CONFIGURE_DTYPE, hooks.T_CELL_SIZE, hooks.T_BUILD_POOL,
-               hooks.T_ATTENTION_FORWARD, hooks.T_BACKEND_WRAPPER}
+               hooks.T_ATTENTION_FORWARD, hooks.T_BACKEND_WRAPPER, hooks.T_QUARK_KV_VALIDATE}
     assert targets <= HookRegistry._patched, f"hooks not applied: {targets - HookRegistry._patched}"
     assert all(hook_applied(t) for t in targets)  # what the backend checks at start-up
     assert not hook_applied("sglang.srt.server_args.prepare_server_args")  # a function nobody hooked

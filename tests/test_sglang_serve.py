@@ -1,6 +1,10 @@
 """A real ``sglang serve`` with the plugin on the CPU (torch kernels), default settings: radix cache on (SGLang's Rust
 tree core), chunked prefill, continuous batching, a burst of concurrent requests with cancels, leak checks.
 
+The checkpoint carries the MXFP4 KV flag (``atom-mxfp4 config enable-kv``) and the server gets no
+``--kv-cache-dtype``: the flag resolves to mxfp4 in the server process and reaches the scheduler's pools (the
+explicit flag resolves to the same declarations: tests/test_sglang_plugin.py).
+
 This is the path the "serve for real" issue found broken on the H200 (the scheduler died at the first radix insert);
 here the same SGLang code runs end to end on the CPU. CUDA graphs (prefill and decode) are only reachable on a GPU:
 scripts/h200.d/20-serve.sh runs the same scenarios there. The server uses tests/sglang_env (stand-in sgl_kernel,
@@ -23,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from sglang_env import server_env, tiny_m3  # noqa: E402
 
 from atom_mxfp4.evals.serve_check import Context, Server, run_scenarios  # noqa: E402
+from atom_mxfp4.model_patches.sglang.checkpoint_edit import enable_kv  # noqa: E402
 
 CHUNK = 256
 
@@ -33,8 +38,10 @@ def server(tmp_path_factory):
     env = server_env("cpu")
     env["ATOM_MXFP4_BACKEND"] = "torch"
     env.pop("TRITON_INTERPRET", None)
-    args = ["--model-path", tiny_m3.write(root / "tiny_m3"), "--load-format", "dummy", "--device", "cpu",
-            "--kv-cache-dtype", "mxfp4", "--max-total-tokens", "32768", "--chunked-prefill-size", str(CHUNK)]
+    model = tiny_m3.write(root / "tiny_m3")
+    enable_kv(model)  # hf_quant_config.json: kv_cache_quant_algo MXFP4; no --kv-cache-dtype below
+    args = ["--model-path", model, "--load-format", "dummy", "--device", "cpu",
+            "--max-total-tokens", "32768", "--chunked-prefill-size", str(CHUNK)]
     srv = Server(args, env, root / "server.log", port=int(os.environ.get("ATOM_TEST_SERVE_PORT", "31731")))
     srv.start()
     try:
@@ -50,6 +57,8 @@ def test_real_server_default_settings(server):
     failed = {name: record for name, record in report.items() if not record["ok"]}
     assert not failed, f"{failed}\n--- server log tail ---\n{server.log_tail()}"
     log = server.log()
+    assert "atom_mxfp4: KV cache dtype mxfp4 (from checkpoint hf_quant_config.json quantization.kv_cache_quant_algo " \
+           "= 'MXFP4')" in log
     assert "Tree Core: RustUnifiedTreeCore" in log  # the radix inserts went through the Rust core (the H200 crash)
     assert report["prefix_reuse"]["cached_tokens"][1] >= 3 * 128
     assert report["startup"]["pool_tokens"] == 32768

@@ -30,4 +30,5 @@ def register() -> None:
     HookRegistry.register(hooks.T_BUILD_POOL, hooks.build_minimax_pool, HookType.AROUND)
     HookRegistry.register(hooks.T_ATTENTION_FORWARD, hooks.attention_forward, HookType.AROUND)
     HookRegistry.register(hooks.T_BACKEND_WRAPPER, hooks.backend_wrapper, HookType.AROUND)
+    HookRegistry.register(hooks.T_QUARK_KV_VALIDATE, hooks.quark_kv_cache_validate, HookType.AROUND)
     _registered = True

@@ -1,7 +1,9 @@
 """``atom-mxfp4 serve ...``: start ``sglang serve`` with the plugin and ``--kv-cache-dtype mxfp4``.
 
 The plugin itself is loaded by SGLang through its entry point (in the server and every scheduler process); this
-wrapper only adds ``--kv-cache-dtype mxfp4`` and passes every other argument through unchanged.
+wrapper only adds ``--kv-cache-dtype mxfp4`` and passes every other argument through unchanged. It refuses to start
+(one line, exit 1) where SGLang would not run the plugin or ATOM would own the model: ``SGLANG_PLUGINS`` set without
+``atom_mxfp4``, ``SGLANG_EXTERNAL_MODEL_PACKAGE`` naming ATOM's package (coexist.py).
 
 The wrapper's own flags (``--dry-run``, ``-h``) come first; the first other argument (or what follows ``--``)
 starts the SGLang arguments. ``--dry-run`` is the wrapper's wherever it stands (``sglang serve`` has no such flag),
@@ -18,6 +20,7 @@ import sys
 from atom_mxfp4.cli import HelpFormatter, command
 from atom_mxfp4.errors import expect
 
+from . import coexist
 from .geometry import KV_CACHE_DTYPE
 
 SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
@@ -80,6 +83,8 @@ def check(args) -> None:
 
 def run(args) -> int:
     command_line = sglang_command(_passthrough(args))
+    coexist.check_plugin_loaded(os.environ)  # inside SGLang nothing of ours would run to say so
+    coexist.check_external_package(os.environ)
     if args.dry_run:
         print(shlex.join(command_line))
         return 0

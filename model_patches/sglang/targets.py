@@ -1,7 +1,8 @@
 """The SGLang functions the plugin hooks (HookRegistry dotted paths) and the runtime facts it reads from SGLang.
 
 The bottom of the plugin's one-way import chain: ``__init__`` -> ``hooks`` -> ``backend`` / ``pool`` -> ``targets``,
-``geometry``. docs/sglang.md lists every SGLang internal with the reason for it.
+``geometry``, ``checkpoint``, ``coexist`` (the last two import no SGLang: the ``config`` command uses them).
+docs/sglang.md lists every SGLang internal with the reason for it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ T_CELL_SIZE = "sglang.srt.model_executor.pool_configurator.DefaultPoolConfigurat
 T_BUILD_POOL = "sglang.srt.mem_cache.kv_cache_configurator.KVCacheConfigurator._build_minimax_sparse_kv_pool"
 T_ATTENTION_FORWARD = "sglang.srt.models.minimax_m3.MiniMaxM3Attention.forward"
 T_BACKEND_WRAPPER = "sglang.srt.layers.attention.attention_registry.attn_backend_wrapper"
+T_QUARK_KV_VALIDATE = "sglang.srt.layers.quantization.quark.quark.QuarkKVCacheMethod.validate_kv_cache_config"
+MODEL_REGISTRY = "sglang.srt.models.registry"  # read (not hooked) by hooks.registered_model_class
 HOOKS_MODULE = __name__.rsplit(".", 1)[0] + ".hooks"
 
 
