@@ -50,7 +50,8 @@ def _distinct_slots(slot_mapping: torch.Tensor) -> None:
     if bool(repeated.any()):
         slot = int(ordered[1:][repeated][0])
         tokens = torch.nonzero(slot_mapping == slot).flatten().tolist()
-        fail("slot_mapping", "distinct slots (-1 may repeat)", f"slot {slot} for tokens {tokens}")
+        shown = ", ".join(map(str, tokens[:8])) + (f", ... ({len(tokens)} tokens)" if len(tokens) > 8 else "")
+        fail("slot_mapping", "distinct slots (-1 may repeat)", f"slot {slot} for tokens [{shown}]")
 
 
 def _head_dim(tensor, name: str) -> None:

@@ -263,3 +263,48 @@ def test_attention_is_an_eager_break_of_prefill_graphs_and_padding_rows_stay_out
     backend.forward_metadata = None
     with forward_context(ForwardContext(attn_backend=backend)), pytest.raises(ValueError, match="forward metadata"):
         MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+
+
+def test_dummy_batches_write_nothing_and_are_not_refused(setup):
+    """Regression (H200 run 5): the warm-up of SGLang's prefill CUDA graphs runs the attention break eagerly on a
+    dummy batch whose ``out_cache_loc`` is all 0 (SGLang's padding slot, never allocated to a request); the layer
+    refused it as 8192 tokens writing one slot and the scheduler died at start-up. Slot 0 is now -1 (no write):
+    the dummy batch runs and leaves every cache byte as it was; padded decode rows (slot 0) write nothing either."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+    backend, req_to_token = setup
+    gen = torch.Generator().manual_seed(12)
+    config = backend.configs[True]
+    module = StandInAttention(1, True, (config.num_q_heads + 2 * config.num_kv_heads) * 128, gen)
+    per_request = 300
+    positions = torch.arange(per_request).repeat(2)
+    seq_lens = torch.tensor([per_request, per_request])
+    fb = ForwardBatch(forward_mode=ForwardMode.EXTEND, batch_size=2, input_ids=torch.zeros(600, dtype=torch.int64),
+                      req_pool_indices=torch.tensor([3, 3]), seq_lens=seq_lens, seq_lens_cpu=seq_lens.clone(),
+                      out_cache_loc=torch.zeros(600, dtype=torch.int64), seq_lens_sum=600, positions=positions,
+                      extend_seq_lens=seq_lens.int(), extend_prefix_lens=torch.zeros(2, dtype=torch.int32),
+                      extend_seq_lens_cpu=[per_request] * 2, extend_num_tokens=600)
+    hidden = torch.randn(600, config.qkv_width, generator=gen).bfloat16()
+    before = [cache.records.clone() for cache in backend.pool.layer_caches(1)]
+    backend.init_forward_metadata(fb)
+    assert backend.forward_metadata.slot_mapping.tolist() == [-1] * 600
+    with forward_context(ForwardContext(attn_backend=backend)):
+        out = MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+    assert out.shape == (600, config.num_q_heads * 128) and bool(torch.isfinite(out.float()).all())
+    assert all(torch.equal(c.records, b) for c, b in zip(backend.pool.layer_caches(1), before))
+    # a decode batch padded to a captured size: the padding row's slot 0 becomes -1 inside the graph buffers
+    backend.init_cuda_graph_state(max_bs=4, max_num_tokens=4)
+    decode = forward_batch(backend, req_to_token, {0: 200, 1: 150}, {0: 1, 1: 1})
+    decode.out_cache_loc = torch.cat([decode.out_cache_loc, torch.zeros(1, dtype=torch.int64)])
+    decode.req_pool_indices = torch.cat([decode.req_pool_indices, torch.tensor([3])])
+    decode.seq_lens = torch.cat([decode.seq_lens, torch.tensor([1])])
+    decode.batch_size = 3
+    backend.init_forward_metadata_out_graph(decode)
+    backend.init_forward_metadata_in_graph(decode)
+    assert backend.forward_metadata.slot_mapping.tolist()[2] == -1
+
+
+def test_duplicate_slot_message_stays_short():
+    from atom_mxfp4.ops import _distinct_slots
+    with pytest.raises(ValueError) as info:
+        _distinct_slots(torch.zeros(8192, dtype=torch.int64) + 5)
+    assert "(8192 tokens)" in str(info.value) and len(str(info.value)) < 300

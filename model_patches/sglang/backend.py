@@ -3,7 +3,7 @@
 Metadata (one ``AttentionMetadata`` per forward, shared by every layer):
 - extend (prefill, chunked prefill, prefix-cache hits): built in ``init_forward_metadata_out_graph`` (dynamic shapes);
   rows are the new tokens, ``positions`` = ``forward_batch.positions`` [T] i64, ``slot_mapping`` = ``out_cache_loc``
-  [T] i64, ``token_request`` [T] i32 = the batch row of each token, ``block_table`` [B, max_pages] i32 = page ids
+  [T] i64 with SGLang's padding slot 0 as -1, ``token_request`` [T] i32 = the batch row of each token, ``block_table`` [B, max_pages] i32 = page ids
   ``req_to_token[req_pool_indices, 0::128] // 128`` (entries past a request's length are never read).
 - decode: built in ``init_forward_metadata_in_graph`` into per-batch-size buffers allocated outside the graph
   (``init_cuda_graph_state`` / ``out_graph``), with static-shape device ops only, so a CUDA graph that captured it
@@ -30,6 +30,15 @@ from .pool import MXFP4MiniMaxKVPool
 from .targets import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, attn_tp_size, hook_applied
 
 KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # torch | triton | flydsl; unset = atom_mxfp4.backends' choice
+PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
+
+
+def _slot_mapping(out_cache_loc: torch.Tensor) -> torch.Tensor:
+    """SGLang's ``out_cache_loc`` as our slot_mapping: its padding slot 0 becomes -1 (no write). Padded decode rows
+    and the dummy batches of graph warm-up and capture put every token at slot 0, which our ops refuse as a
+    duplicate slot (two tokens writing one slot). Static-shape: safe inside a captured graph."""
+    loc = out_cache_loc.long()
+    return loc.masked_fill(loc == PADDING_SLOT, -1)
 
 
 def _attend_capture_stub(backend, module, qkv, out) -> None:
@@ -96,7 +105,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
             else int(forward_batch.seq_lens.max())
         pages = min(self.max_pages, (max_len + PAGE_SIZE - 1) // PAGE_SIZE)
         self.forward_metadata = AttentionMetadata(
-            positions=forward_batch.positions.long(), slot_mapping=forward_batch.out_cache_loc.long(),
+            positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
             token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous())
 
     def init_forward_metadata_in_graph(self, forward_batch):
@@ -105,7 +114,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
             return
         meta = self._decode_buffer(forward_batch.batch_size, forward_batch.seq_lens.device)
         meta.positions.copy_(forward_batch.seq_lens.long() - 1)
-        meta.slot_mapping.copy_(forward_batch.out_cache_loc.long())
+        meta.slot_mapping.copy_(_slot_mapping(forward_batch.out_cache_loc))
         meta.block_table.copy_(self._block_table(forward_batch.req_pool_indices, self.max_pages))
         self.forward_metadata = meta
 
