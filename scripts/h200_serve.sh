@@ -67,15 +67,16 @@ if [ "$MODE" = serve ]; then
     -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
   # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches on
   # the same weights, three servers at once (small pools: --max-total-tokens bounds each whatever the others hold)
-  port=31010
+  port=31010; pids=""
   for kv in mxfp4 fp8_e4m3 bf16; do
     backend=""; [ "$kv" = mxfp4 ] || backend="--attention-backend triton"
     port=$((port + 1))
     timeout 200 $CHECK --label agree-$kv --scenarios startup,agreement --hidden --port $port \
       -- $COMMON --kv-cache-dtype $kv $backend --disable-cuda-graph --enable-return-hidden-states \
       --mem-fraction-static 0.5 --max-total-tokens 262144 > "$RES/agree-$kv.out" 2>&1 &
+    pids="$pids $!"
   done
-  wait
+  wait $pids  # by pid: a bare `wait` also waits for the tee of this script's output, which never ends
   cat "$RES"/agree-*.out
   grep -q "agree-.*: ok;" "$RES"/agree-mxfp4.out || STATUS=1
   for kv in mxfp4 fp8_e4m3; do

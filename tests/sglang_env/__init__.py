@@ -38,4 +38,7 @@ def server_env(device: str, base: dict | None = None) -> dict:
         env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's CPU paths (no CUDA-only kernels)
     else:
         env["ATOM_SGLANG_ENV_NO_JIT"] = "1"  # sitecustomize: keep the MiniMax model off JIT-compiled CUDA kernels
+        # SGLang's own MiniMax sparse backend (the bf16 / fp8 baselines) would store K/V/index-K with a JIT kernel
+        # that requires contiguous K rows; the portable model path above hands it a strided view (seen on the H200)
+        env["SGLANG_OPT_USE_MINIMAX_FUSED_KV_INDEX_STORE"] = "0"
     return env
