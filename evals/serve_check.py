@@ -320,9 +320,19 @@ def _rel_l2(a, b) -> float:
     return num / den if den else float("inf")
 
 
+def _top_overlap(c: dict, b: dict):
+    """Tokens shared by the first generated position's top-k lists (entries [logprob, token id]); None if absent."""
+    tc, tb = c.get("top_logprobs"), b.get("top_logprobs")
+    if not tc or not tb or not tc[0] or not tb[0]:
+        return None
+    return len({int(t) for _, t in tc[0]} & {int(t) for _, t in tb[0]})
+
+
 def compare(candidate: dict, baseline: dict) -> list[dict]:
     """Per prompt: greedy tokens agreeing before the first difference, the first token's logprob difference, the
-    mean |logprob| difference over the agreeing prefix, and the rel-L2 of the last hidden state."""
+    mean |logprob| difference over the agreeing prefix, how many of the first token's top-5 candidates the two share,
+    and the rel-L2 of the last hidden state (only when every token agrees: after a differing token the two hidden
+    states belong to different sequences and their distance measures nothing)."""
     rows = []
     for c, b in zip(candidate["agreement"]["runs"], baseline["agreement"]["runs"]):
         agree = 0
@@ -334,8 +344,10 @@ def compare(candidate: dict, baseline: dict) -> list[dict]:
         rows.append({"prompt_tokens": c["prompt_tokens"], "tokens_agree": agree, "tokens": len(c["output_ids"]),
                      "first_logprob_diff": abs(c["logprobs"][0] - b["logprobs"][0]) if c["logprobs"] else None,
                      "mean_logprob_diff": sum(diffs) / len(diffs) if diffs else None,
+                     "top5_overlap": _top_overlap(c, b),
                      "last_hidden_rel_l2": (_rel_l2(c["last_hidden"], b["last_hidden"])
-                                            if c["last_hidden"] and b["last_hidden"] else None)})
+                                            if c["last_hidden"] and b["last_hidden"]
+                                            and agree == len(c["output_ids"]) else None)})
     return rows
 
 
@@ -343,10 +355,12 @@ def compare_table(rows: list[dict], names=("candidate", "baseline")) -> str:
     def fmt(v):
         return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
     lines = [f"| prompt tokens | greedy tokens agreeing ({names[0]} vs {names[1]}) | first-token logprob diff | "
-             "mean logprob diff (agreeing prefix) | last hidden state rel-L2 |", "|---:|---:|---:|---:|---:|"]
+             "first-token top-5 shared | mean logprob diff (agreeing prefix) | last hidden state rel-L2 (all agree) |",
+             "|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['prompt_tokens']} | {r['tokens_agree']}/{r['tokens']} | {fmt(r['first_logprob_diff'])} | "
-                     f"{fmt(r['mean_logprob_diff'])} | {fmt(r['last_hidden_rel_l2'])} |")
+                     f"{fmt(r.get('top5_overlap'))}/5 | {fmt(r['mean_logprob_diff'])} | "
+                     f"{fmt(r['last_hidden_rel_l2'])} |")
     return "\n".join(lines)
 
 
