@@ -3,9 +3,8 @@
 #
 #   here:    bash scripts/serve_env/fetch_wheels.sh            (.whl/serve: SGLang + the wheels its server imports)
 #   device:  OUT=... bash scripts/h200_serve.sh serve           carry [".whl/serve"]
-#   here:    bash scripts/serve_env/fetch_wheels.sh eval; mkdir -p .data && cp -r ../shared/data/gsm8k .data/
-#   device:  OUT=... bash scripts/h200_serve.sh eval            carry [".whl/eval", ".data"], within 30 s of the serve call
-#            (the machine keeps /tmp/sgl_site while warm: SGLang's and lm-eval's wheels do not fit one 64 MiB call)
+#   here:    bash scripts/serve_env/fetch_wheels.sh eval     (.whl/eval: lm-eval trimmed to GSM8K; .whl/gsm8k: the data)
+#   device:  OUT=... bash scripts/h200_serve.sh eval            carry [".whl/serve", ".whl/eval", ".whl/gsm8k"]
 #
 # serve: (1) a tiny MiniMax-M3 (tests/sglang_env/tiny_m3.py, dummy weights) with --kv-cache-dtype mxfp4 and SGLang's
 #        defaults (radix cache, chunked prefill, prefill and decode CUDA graphs): evals/serve_check.py's scenarios
@@ -30,9 +29,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 # ---- 1. packages: carried wheels and atom_mxfp4 itself (with its sglang.srt.plugins entry point) into one folder
 SITE=/tmp/sgl_site
 mkdir -p "$SITE"
-if ls "$ROOT/.whl/$MODE"/*.whl >/dev/null 2>&1; then
+WHEELS=$(ls "$ROOT/.whl/serve"/*.whl 2>/dev/null)
+[ "$MODE" = eval ] && WHEELS="$WHEELS $(ls "$ROOT/.whl/eval"/*.whl 2>/dev/null)"
+if [ -n "${WHEELS// /}" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-    "$ROOT/.whl/$MODE"/*.whl || { echo "wheel install failed"; exit 2; }
+    $WHEELS || { echo "wheel install failed"; exit 2; }
 fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade \
   --target "$SITE" "$ROOT" || { echo "atom_mxfp4 install failed"; exit 2; }
@@ -93,7 +94,10 @@ if [ "$MODE" = serve ]; then
   fi
 elif [ "$MODE" = eval ]; then
   DATA="$ROOT/.data/gsm8k"
-  [ -f "$DATA/test.jsonl" ] || { echo "no GSM8K data carried at .data/gsm8k"; exit 2; }
+  if [ ! -f "$DATA/test.jsonl" ] && [ -f "$ROOT/.whl/gsm8k/gsm8k.tar.xz" ]; then
+    mkdir -p "$ROOT/.data" && tar -xJf "$ROOT/.whl/gsm8k/gsm8k.tar.xz" -C "$ROOT/.data"
+  fi
+  [ -f "$DATA/test.jsonl" ] || { echo "no GSM8K data carried (.whl/gsm8k/gsm8k.tar.xz or .data/gsm8k)"; exit 2; }
   start() {  # $1 label, $2 port, rest: server args; leaves the server running (its process group id in $RES)
     local label=$1 port=$2; shift 2
     setsid python3 -c "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()" serve $COMMON \
