@@ -12,6 +12,7 @@
 #        (2) agreement: the same prompts on mxfp4, fp8_e4m3 and bf16 KV caches (same weights, eager), greedy tokens,
 #        logprobs and last hidden states compared against bf16 (SGLang's own MiniMax sparse backend).
 #        With T_GPU_TESTS=seconds, then tests/gpu and tests/test_triton_ops.py on the GPU (the kernels just served).
+# tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
 # eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
 #        bf16 server, McNemar on the per-question outcomes).
 # Results: $OUT/serve/*.json, *.md, server logs, packed in $OUT/serve_<mode>.tar.gz (+ the summary .md files).
@@ -92,6 +93,20 @@ if [ "$MODE" = serve ]; then
     (cd "$ROOT" && timeout "$T_GPU_TESTS" python3 -m pytest -q -m "gpu or not gpu" tests/gpu tests/test_triton_ops.py \
       -p no:cacheprovider 2>&1 | tail -40) || STATUS=1
   fi
+elif [ "$MODE" = tp ]; then
+  # tensor parallel (needs a kind with 4 GPUs: nvidia-h200-x4): the TP variant of the tiny model (16 q / 4 KV / 4
+  # index heads: 1 KV head per rank at TP4, as the real M3), SGLang's defaults, TP1 / TP2 / TP4 one after the other;
+  # agreement of TP2 / TP4 against TP1 on the same weights, a burst with cancels and the leak checks on every rank
+  MODEL_TP=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3_tp --tp)
+  for tp in 1 2 4; do
+    timeout 180 $CHECK --label tp$tp --scenarios startup,burst,agreement --burst 64 \
+      -- --model-path $MODEL_TP --load-format dummy --mem-fraction-static 0.3 --random-seed 0 \
+      --kv-cache-dtype mxfp4 --tp-size $tp || STATUS=1
+  done
+  for tp in 2 4; do
+    python3 -m atom_mxfp4.evals.serve_check compare "$RES/tp$tp.json" "$RES/tp1.json" \
+      --output "$RES/agreement-tp$tp-vs-tp1.md" || STATUS=1
+  done
 elif [ "$MODE" = eval ]; then
   DATA="$ROOT/.data/gsm8k"
   if [ ! -f "$DATA/test.jsonl" ] && [ -f "$ROOT/.whl/gsm8k/gsm8k.tar.xz" ]; then
@@ -123,7 +138,7 @@ elif [ "$MODE" = eval ]; then
   for f in "$RES"/pid-*; do kill -TERM -- -"$(cat "$f")" 2>/dev/null; done
   sleep 3
 else
-  echo "usage: OUT=... bash scripts/h200_serve.sh serve|eval"; exit 2
+  echo "usage: OUT=... bash scripts/h200_serve.sh serve|eval|tp"; exit 2
 fi
 
 cp "$RES"/*.md "$OUT"/ 2>/dev/null

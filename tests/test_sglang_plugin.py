@@ -228,6 +228,17 @@ def test_engine_style_server_args_resolve_mxfp4(tmp_path):
     assert (view.kv_cache_dtype, view.attention_backend, view.page_size) == ("mxfp4", BACKEND_NAME, 128)
 
 
+@pytest.mark.parametrize("tp, per_rank", [(1, (16, 4, 4)), (2, (8, 2, 2)), (4, (4, 1, 1))])
+def test_tiny_tp_variant_splits_like_minimax_m3(tp, per_rank):
+    """The checkpoint of scripts/h200_serve.sh's tp mode (tiny_m3.py --tp): at TP4 one KV and one index head per rank,
+    GQA 4, as the real M3; start-up accepts it at TP1 / TP2 / TP4."""
+    from transformers import PretrainedConfig
+
+    from atom_mxfp4.model_patches.sglang.geometry import check_model
+    g = check_model(PretrainedConfig(**tiny_m3.config(True, **tiny_m3.TP_CHANGES)), attn_tp_size=tp)
+    assert (g.num_q_heads, g.num_kv_heads, g.num_index_heads) == per_rank
+
+
 def test_minimax_m3_geometry_per_rank():
     """MiniMax-M3 (64 q / 4 KV / 4 index heads, 60 layers, 3 dense) at TP4 is DESIGN §2's [16 / 1 / 1] per rank."""
     from transformers import PretrainedConfig

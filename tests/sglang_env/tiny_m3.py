@@ -79,6 +79,11 @@ def write(path, serve: bool = True, **changes) -> str:
     return str(root)
 
 
+TP_CHANGES = {  # heads that split over TP2 / TP4 as the real M3's do: 4 KV heads -> 1 per rank at TP4, GQA 4
+    "num_attention_heads": 16, "num_key_value_heads": 4, "sparse_num_index_heads": 4}
+
+
 if __name__ == "__main__":
     import sys
-    print(write(sys.argv[1]))
+    # tiny_m3.py DIR [--tp]: --tp writes the variant whose heads split over TP2 / TP4 (TP_CHANGES)
+    print(write(sys.argv[1], **(TP_CHANGES if "--tp" in sys.argv[2:] else {})))
