@@ -1,11 +1,14 @@
-"""Backend selection.
+"""Backend selection over the registry (``atom_mxfp4.registry``).
 
-A backend is a package ``atom_mxfp4.kernels.<name>`` exporting the op functions of docs/api.md.
-``backend=None`` picks the best one for the device: FlyDSL on a ROCm gfx950 device (only after its self-check
-passed; otherwise Triton, with one warning), Triton on CUDA/ROCm, torch elsewhere. An explicit backend never
-silently falls back: it works or raises.
+A backend is a folder ``kernels/<name>/`` whose ``__init__.py`` registers a ``Backend`` class with
+``@register_backend``; this module imports every such folder once (registering loads no kernel code) and
+resolves a name to an op table. ``backend=None`` tries the registered backends in ``rank`` order and takes the first
+whose ``auto(device)`` says yes: FlyDSL on a ROCm gfx950 device (only after its self-check passed; otherwise
+Triton, with one warning), Triton on CUDA/ROCm, torch elsewhere. An explicit backend never silently falls back: it
+works or raises ``BackendUnavailable``.
 
-FlyDSL ships only ``pa_decode``; its other three ops are Triton's (an explicit, documented composition).
+FlyDSL ships only ``pa_decode``; its other three ops are Triton's (``borrows = "triton"``: an explicit, documented
+composition).
 """
 
 from __future__ import annotations
@@ -13,78 +16,60 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import pkgutil
 import warnings
 from types import SimpleNamespace
 
 import torch
 
+from . import kernels  # noqa: F401  (the package whose folders are the backends; installed as atom_mxfp4.kernels)
 from .errors import expect
-
-BACKENDS = ("torch", "triton", "flydsl")
-OPS = ("fused_qknorm_rope_write", "index_topk", "build_sparse_tables", "pa_decode", "make_plan")
-FLYDSL_OPS = ("pa_decode", "make_plan")
+from .registry import OPS, REFERENCE_BACKEND, registered  # noqa: F401
 
 
 class BackendUnavailable(RuntimeError):
     """An explicitly requested backend cannot run here."""
 
 
-@functools.cache
-def _import(name: str):
-    return importlib.import_module(f"atom_mxfp4.kernels.{name}")
+def _discover() -> None:
+    """Import every ``kernels/<name>/`` package once: each registers its backend."""
+    for info in pkgutil.iter_modules(kernels.__path__):
+        if info.ispkg:
+            importlib.import_module(f"{kernels.__name__}.{info.name}")
 
 
-def _triton_usable(device: torch.device) -> tuple[bool, str]:
-    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
-        return False, f"triton needs a CUDA/ROCm device or TRITON_INTERPRET=1, got device {device}"
-    try:
-        import triton  # noqa: F401
-    except ImportError as error:
-        return False, f"triton is not importable ({error})"
-    return True, ""
+_discover()
+BACKENDS = tuple(reversed(registered()))
+"""Registered backend names, the reference first (``--backend`` choices, error messages)."""
 
 
-def _is_gfx950(device: torch.device) -> bool:
-    if device.type != "cuda" or getattr(torch.version, "hip", None) is None:
-        return False
-    return "gfx950" in getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")
+def spec(name: str):
+    """The registered backend class of ``name`` (ValueError naming the registered ones otherwise)."""
+    expect(name in BACKENDS, "backend", f"None or one of {list(BACKENDS)}", repr(name))
+    return registered()[name]
 
 
-@functools.cache
-def _flydsl_checked(device_index: int) -> tuple[bool, str]:
-    """Run the FlyDSL self-check once per process and device; (passed, reason)."""
-    try:
-        module = _import("flydsl")
-        module.self_check(torch.device("cuda", device_index))
-    except Exception as error:  # the reason is reported, never swallowed
-        return False, f"{type(error).__name__}: {error}"
-    return True, ""
+def _unavailable(name: str, device: torch.device) -> str | None:
+    """Why backend ``name`` (and the backend it borrows ops from) cannot run on ``device``; None if it can."""
+    backend = registered()[name]
+    if backend.borrows is not None:
+        why = _unavailable(backend.borrows, device)
+        if why is not None:
+            return why
+    return backend.unavailable(device)
 
 
-def _compose(name: str):
-    if name == "flydsl":
-        triton_ops, flydsl_ops = _import("triton"), _import("flydsl")
-        return SimpleNamespace(name=name, **{op: getattr(flydsl_ops if op in FLYDSL_OPS else triton_ops, op)
-                                             for op in OPS})
-    module = _import(name)
-    return SimpleNamespace(name=name, **{op: getattr(module, op) for op in OPS})
+def _compose(name: str) -> SimpleNamespace:
+    """The op table of ``name``: the ops it ships, the rest from the backend it borrows from."""
+    backend = registered()[name]
+    table = {} if backend.borrows is None else vars(_compose(backend.borrows)).copy()
+    shipped = backend.load()
+    table.update({op: getattr(shipped, op) for op in backend.ships})
+    table["name"] = name
+    return SimpleNamespace(**table)
 
 
-def _check_explicit(name: str, device: torch.device) -> None:
-    if name == "torch":
-        return
-    ok, why = _triton_usable(device)
-    if not ok:
-        raise BackendUnavailable(f"backend={name!r} cannot run here: {why}")
-    if name == "flydsl":
-        if not _is_gfx950(device):
-            raise BackendUnavailable(f"backend='flydsl' needs an AMD gfx950 device, got {device}")
-        passed, why = _flydsl_checked(device.index or 0)
-        if not passed:
-            raise BackendUnavailable(f"backend='flydsl' failed its self-check against the torch backend: {why}")
-
-
-_warned: set[int] = set()
+_warned: set[tuple[str, str]] = set()
 
 
 @functools.cache
@@ -92,25 +77,24 @@ def _resolve(name: str | None, device_type: str, device_index: int | None, inter
     # ``interpret`` (TRITON_INTERPRET=1) is only part of the cache key: it changes what Triton can run on
     device = torch.device(device_type, device_index) if device_index is not None else torch.device(device_type)
     if name is not None:
-        _check_explicit(name, device)
+        why = _unavailable(name, device)
+        if why is not None:
+            raise BackendUnavailable(f"backend={name!r} cannot run here: {why}")
         return _compose(name)
-    if device.type != "cuda":
-        return _compose("torch")
-    if _is_gfx950(device):
-        passed, why = _flydsl_checked(device.index or 0)
-        if passed:
-            return _compose("flydsl")
-        if (device.index or 0) not in _warned:
-            _warned.add(device.index or 0)
-            warnings.warn(f"atom_mxfp4: FlyDSL self-check failed on {device} ({why}); using the Triton backend",
-                          RuntimeWarning, stacklevel=3)
-    ok, why = _triton_usable(device)
-    return _compose("triton") if ok else _compose("torch")
+    for candidate, backend in registered().items():
+        chosen, warning = backend.auto(device)
+        if chosen:
+            return _compose(candidate)
+        if warning is not None and (candidate, str(device)) not in _warned:
+            _warned.add((candidate, str(device)))
+            warnings.warn(f"atom_mxfp4: {warning}", RuntimeWarning, stacklevel=3)
+    return _compose(REFERENCE_BACKEND)  # runs anywhere
 
 
 def resolve_backend(name: str | None, device: torch.device | str) -> SimpleNamespace:
     """The op table of backend ``name`` (or the best for ``device`` when None)."""
-    expect(name is None or name in BACKENDS, "backend", f"None or one of {list(BACKENDS)}", repr(name))
+    if name is not None:
+        spec(name)
     device = torch.device(device)
     return _resolve(name, device.type, device.index, os.environ.get("TRITON_INTERPRET") == "1")
 

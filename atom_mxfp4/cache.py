@@ -7,19 +7,14 @@ Folding heads into pages gives physical page id ``page * heads + head``: what sp
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .errors import expect, expect_dtype
+# re-exported for code that read the geometry from here; the one definition is atom_mxfp4.layout
+from .layout import (DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, TOKEN_BYTES,  # noqa: F401
+                     data_view, pages_for, scale_view)
 
-HEAD_DIM = 128
-PAGE_SIZE = 128
-DATA_BYTES = HEAD_DIM // 2  # 64 B of e2m1 codes per token
-SCALE_BYTES = HEAD_DIM // 32  # 4 e8m0 scales per token
-RECORD_BYTES = PAGE_SIZE * (DATA_BYTES + SCALE_BYTES)  # 8704
-
-BYTES_PER_TOKEN_HEAD = {"mxfp4": DATA_BYTES + SCALE_BYTES, "fp8": HEAD_DIM, "bf16": 2 * HEAD_DIM}
+BYTES_PER_TOKEN_HEAD = {"mxfp4": TOKEN_BYTES, "fp8": HEAD_DIM, "bf16": 2 * HEAD_DIM}
 """Bytes per token per head of one of K or V, per cache dtype."""
 
 
@@ -55,21 +50,6 @@ def as_records(cache: "MXFP4PageCache | torch.Tensor", name: str) -> torch.Tenso
     return records
 
 
-def data_view(records: torch.Tensor) -> torch.Tensor:
-    """records [pages, heads, 8704] -> data [pages, heads, 128, 64] uint8 (a view)."""
-    pages, heads, _ = records.shape
-    return records.as_strided((pages, heads, PAGE_SIZE, DATA_BYTES),
-                              (heads * RECORD_BYTES, RECORD_BYTES, DATA_BYTES, 1), records.storage_offset())
-
-
-def scale_view(records: torch.Tensor) -> torch.Tensor:
-    """records [pages, heads, 8704] -> scale [pages, heads, 128, 4] uint8 e8m0 (a view)."""
-    pages, heads, _ = records.shape
-    return records.as_strided((pages, heads, PAGE_SIZE, SCALE_BYTES),
-                              (heads * RECORD_BYTES, RECORD_BYTES, SCALE_BYTES, 1),
-                              records.storage_offset() + PAGE_SIZE * DATA_BYTES)
-
-
 class MXFP4PageCache:
     """Zero-filled MXFP4 records ``[pages, heads, 8704]`` uint8 for one of K, V or index-K of one layer.
 
@@ -88,7 +68,7 @@ class MXFP4PageCache:
 
     @classmethod
     def for_tokens(cls, num_tokens: int, num_heads: int = 1, device="cpu") -> "MXFP4PageCache":
-        return cls(max(1, math.ceil(num_tokens / PAGE_SIZE)), num_heads, device)
+        return cls(max(1, pages_for(num_tokens)), num_heads, device)
 
     @property
     def num_pages(self) -> int:

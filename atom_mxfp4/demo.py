@@ -15,10 +15,10 @@ import torch
 from tqdm import tqdm
 
 from . import argtypes
-from .backends import BACKENDS
-from .cache import PAGE_SIZE, kv_bytes_per_token, tokens_that_fit
-from .cli import HelpFormatter, check_backend, command, resolved_device
-from .cli import run as run_command
+from .cache import kv_bytes_per_token, tokens_that_fit
+from .layout import PAGE_SIZE
+from .commands import HelpFormatter, add_backend_option, check_backend, command, resolved_device
+from .commands import run as run_command
 from .format import ScaleMode
 from .layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from .reference import attention_oracle
@@ -181,8 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "also runs the dense layer (default: %(default)s)")
     parser.add_argument("--device", type=argtypes.device, default=None,
                         help="cpu | cuda | cuda:N (default: cuda when available, else cpu)")
-    parser.add_argument("--backend", default=None, choices=BACKENDS,
-                        help="force a kernel backend; it must run on --device (default: the best for the device)")
+    add_backend_option(parser)
     parser.add_argument("--seed", metavar="SEED", type=argtypes.seed, default=0,
                         help="seed of the weights and requests (default: %(default)s)")
 

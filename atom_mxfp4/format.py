@@ -23,15 +23,10 @@ import enum
 import torch
 
 from .errors import expect, expect_dtype
-
-BLOCK = 32
-"""Elements per e8m0 scale."""
+from .layout import BLOCK, E8M0_MAX, E8M0_MIN  # noqa: F401  (elements per e8m0 scale; scale bytes writers emit)
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 """Value of each 4-bit code (index = code)."""
-
-E8M0_MIN, E8M0_MAX = 1, 254
-"""Range of scale bytes that writers emit (0 would be 2**-127, 255 is NaN)."""
 
 
 class ScaleMode(str, enum.Enum):

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import torch
 
 from . import ops
-from .cache import HEAD_DIM, PAGE_SIZE, MXFP4PageCache, as_records
+from .cache import MXFP4PageCache, as_records
 from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
-from .reference import rope_cos_sin
+from .layout import HEAD_DIM, MAX_GROUP, PAGE_SIZE, qkv_width
+from .rope import rope_cos_sin
 
-MAX_GROUP = ops.MAX_GROUP
 MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
 
 
@@ -86,8 +86,7 @@ class LayerConfig:
 
     @property
     def qkv_width(self) -> int:
-        niq = self.index_heads
-        return (self.num_q_heads + 2 * self.num_kv_heads + niq + (1 if niq else 0)) * self.head_dim
+        return qkv_width(self.num_q_heads, self.num_kv_heads, self.index_heads)
 
 
 @dataclass

@@ -13,11 +13,12 @@ import math
 import torch
 
 from .backends import resolve_backend
-from .cache import HEAD_DIM, PAGE_SIZE, as_records
+from .cache import as_records
 from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
                      expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
-from .limits import MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK, MAX_TOPK  # noqa: F401
+from .layout import (HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK,  # noqa: F401
+                     MAX_TOPK, NO_BLOCK, NO_SLOT, PAGE_SIZE, qkv_width)
 
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
@@ -42,7 +43,7 @@ def _in_range(tensor: torch.Tensor, name: str, low: int, high: int) -> None:
 
 def _distinct_slots(slot_mapping: torch.Tensor) -> None:
     """Two tokens never write one slot (which one would win differs between backends); -1 may repeat. Host sync."""
-    slots = slot_mapping[slot_mapping >= 0]
+    slots = slot_mapping[slot_mapping != NO_SLOT]
     if slots.numel() < 2:
         return
     ordered = torch.sort(slots).values
@@ -73,7 +74,7 @@ def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_we
            f"index_k_cache={'None' if i_records is None else 'a cache'}, num_index_heads={niq}")
     expect(isinstance(qkv, torch.Tensor), "qkv", "a tensor", type(qkv).__name__, TypeError)
     expect_dtype(qkv, "qkv", FLOAT_DTYPES)
-    width = (nq + 2 * nkv + niq + (1 if niq else 0)) * HEAD_DIM
+    width = qkv_width(nq, nkv, niq)
     expect_shape(qkv, "qkv", (None, width))
     # rows may be strided (qkv a column slice of a wider projection); elements within a row contiguous
     expect(qkv.stride(1) == 1, "qkv.stride(1)", "1 (each row contiguous; rows may be strided)", qkv.stride(1))
@@ -108,7 +109,7 @@ def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_we
            "v_cache / index_k_cache pages", f"{pages} (as k_cache)",
            f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
     _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
-    _in_range(slot_mapping, "slot_mapping", -1, pages * PAGE_SIZE)
+    _in_range(slot_mapping, "slot_mapping", NO_SLOT, pages * PAGE_SIZE)
     _distinct_slots(slot_mapping)
 
 
@@ -206,7 +207,7 @@ def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, bloc
         return
     ids = topk_blocks.long().transpose(0, 1)  # [R, nkv, topk]: the first bad entry is found row first
     own = row_position.long() // block_tokens
-    chosen = ids >= 0
+    chosen = ids != NO_BLOCK
     bad = chosen & (ids > own[:, None, None])  # past the row's own block: future tokens, another page
     follows = torch.zeros_like(bad)
     follows[..., 1:] = chosen[..., 1:] & (~chosen[..., :-1] | (ids[..., 1:] <= ids[..., :-1]))  # after -1 / not up
@@ -245,7 +246,7 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
                    (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
         blocks_per_row = block_table.shape[1] // ppb
-        _in_range(topk_blocks, "topk_blocks", -1, max(blocks_per_row, 0))
+        _in_range(topk_blocks, "topk_blocks", NO_BLOCK, max(blocks_per_row, 0))
         _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
     impl = resolve_backend(backend, topk_blocks.device)
     return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,

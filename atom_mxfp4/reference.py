@@ -7,25 +7,21 @@ block id), causal attention over the selected blocks. It shares no code with the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
-from .cache import HEAD_DIM, PAGE_SIZE
+from .layout import HEAD_DIM, PAGE_SIZE, qkv_rows
 
 
-def rope_angles(positions: torch.Tensor, rotary_dim: int, theta: float) -> torch.Tensor:
-    """NeoX RoPE angles [T, rotary_dim / 2] in fp64: ``position * theta ** (-2i / rotary_dim)``."""
-    inv_freq = 1.0 / theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64, device=positions.device)
-                               / rotary_dim)
-    return positions.double()[:, None] * inv_freq[None, :]
-
-
-def rope_cos_sin(max_position: int, rotary_dim: int, theta: float, dtype=torch.float32) -> torch.Tensor:
-    """NeoX RoPE table [max_position, rotary_dim] = [cos(rotary_dim/2) | sin(rotary_dim/2)], computed in fp64."""
-    angles = rope_angles(torch.arange(max_position), rotary_dim, theta)
-    return torch.cat((angles.cos(), angles.sin()), dim=-1).to(dtype)
+def _angles(positions: torch.Tensor, rotary_dim: int, theta: float) -> torch.Tensor:
+    """NeoX RoPE angles [T, rotary_dim / 2] in fp64, derived here on purpose (not from ``atom_mxfp4.rope``): the
+    frequency of pair ``i`` is ``exp(-(2i / rotary_dim) * ln(theta))``, one Python float each."""
+    inv_freq = torch.tensor([math.exp(-(2 * i / rotary_dim) * math.log(theta)) for i in range(rotary_dim // 2)],
+                            dtype=torch.float64)
+    return positions.double().cpu()[:, None] * inv_freq[None, :]
 
 
 @dataclass
@@ -40,7 +36,7 @@ def _norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 def _rope(x: torch.Tensor, positions: torch.Tensor, rotary_dim: int, theta: float) -> torch.Tensor:
     half = rotary_dim // 2
-    angle = rope_angles(positions, rotary_dim, theta)
+    angle = _angles(positions, rotary_dim, theta)
     cos, sin = angle.cos()[:, None, :], angle.sin()[:, None, :]
     x1, x2 = x[..., :half], x[..., half:rotary_dim]
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin, x[..., rotary_dim:]), dim=-1)
@@ -75,18 +71,18 @@ def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: 
         return _rope(_norm(heads, w[weight], config.eps), at, config.rotary_dim, config.rope_theta)
 
     keep = kv_round or (lambda t: t)
-    q = prep(x[query_positions, :nq], "q_norm", query_positions)  # [Tq, nq, D]: only the queried rows
-    k = keep(prep(x[:, nq : nq + nkv], "k_norm"))  # [N, nkv, D]
-    v = keep(x[:, nq + nkv : nq + 2 * nkv])
+    rows = qkv_rows(nq, nkv, config.index_heads)
+    q = prep(x[query_positions, rows.q], "q_norm", query_positions)  # [Tq, nq, D]: only the queried rows
+    k = keep(prep(x[:, rows.k], "k_norm"))  # [N, nkv, D]
+    v = keep(x[:, rows.v])
     scale = config.softmax_scale
     group = nq // nkv
     tq = query_positions.numel()
     allowed = torch.arange(n)[None, :] <= query_positions[:, None]  # [Tq, N] causal
     selected = None
     if config.sparse:
-        base = nq + 2 * nkv
-        idx_q = prep(x[query_positions, base : base + niq], "idx_q_norm", query_positions)  # [Tq, niq, D]
-        idx_k = keep(prep(x[:, base + niq : base + niq + 1], "idx_k_norm"))[:, 0]  # [N, D]
+        idx_q = prep(x[query_positions, rows.idx_q], "idx_q_norm", query_positions)  # [Tq, niq, D]
+        idx_k = keep(prep(x[:, rows.idx_k], "idx_k_norm"))[:, 0]  # [N, D]
         block_scores = torch.einsum("rhd,td->hrt", idx_q, idx_k).masked_fill(~allowed[None], float("-inf"))
         nblocks = -(-n // PAGE_SIZE)
         padded = torch.full((niq, tq, nblocks * PAGE_SIZE), float("-inf"), dtype=torch.float64)

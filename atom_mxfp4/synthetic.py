@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .cache import HEAD_DIM
+from .layout import HEAD_DIM, qkv_rows
 
 
 @dataclass
@@ -45,15 +45,12 @@ def make_request(config, num_tokens: int, needles: list[int], seek_from: int, se
     ``family``: ``realistic`` (all the features above) or ``gaussian`` (i.i.d. N(0, 1), no structure).
     """
     g = torch.Generator().manual_seed(seed)
-    nq, nkv, niq = config.num_q_heads, config.num_kv_heads, config.index_heads
-    heads = nq + 2 * nkv + niq + (1 if niq else 0)
-    x = torch.randn(num_tokens, heads, HEAD_DIM, generator=g)
+    rows = qkv_rows(config.num_q_heads, config.num_kv_heads, config.index_heads)
+    x = torch.randn(num_tokens, rows.heads, HEAD_DIM, generator=g)
     if family == "gaussian":
         return SyntheticRequest(x.reshape(num_tokens, -1).bfloat16(), list(needles), seek_from)
 
-    q, k = slice(0, nq), slice(nq, nq + nkv)
-    v = slice(nq + nkv, nq + 2 * nkv)
-    iq, ik = slice(nq + 2 * nkv, nq + 2 * nkv + niq), slice(nq + 2 * nkv + niq, heads)
+    q, k, v, iq, ik = rows
     x *= torch.exp(0.5 * torch.randn(HEAD_DIM, generator=g))  # per-channel scale spread
     outliers = torch.rand(HEAD_DIM, generator=g) < outlier_fraction
     x[:, v] *= 1 + 7 * outliers.float()  # outlier channels in V

@@ -31,9 +31,9 @@ from pathlib import Path
 import torch
 
 from atom_mxfp4 import argtypes, ops
-from atom_mxfp4.backends import BACKENDS, resolve_backend
-from atom_mxfp4.cache import PAGE_SIZE
-from atom_mxfp4.cli import changed_options, check_backend, refuse_others, resolved_device
+from atom_mxfp4.backends import resolve_backend
+from atom_mxfp4.layout import PAGE_SIZE
+from atom_mxfp4.commands import add_backend_option, changed_options, check_backend, refuse_others, resolved_device
 from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.demo import rel_l2, topk_agreement
 from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
@@ -236,8 +236,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seeds, comma list (one request per family and seed) (default: %(default)s)")
     parser.add_argument("--device", type=argtypes.device, default=None,
                         help="cpu | cuda | cuda:N (default: cuda when available, else cpu)")
-    parser.add_argument("--backend", default=None, choices=BACKENDS,
-                        help="force a kernel backend; it must run on --device (default: the best for the device)")
+    add_backend_option(parser)
     parser.add_argument("--out-dir", metavar="DIR", type=argtypes.output_dir, default=None,
                         help="write results.json, results.md and plots into this folder (default: print only)")
     parser.add_argument("--no-plots", dest="plots", action="store_false",
@@ -257,7 +256,7 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """The CLI's check (atom_mxfp4.cli.command): --from-results runs nothing else; the flag combinations."""
+    """The CLI's check (atom_mxfp4.commands.command): --from-results runs nothing else; the flag combinations."""
     if args.from_results:
         refuse_others(args, "--from-results", ("--out-dir", "--no-plots"))
         return

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from atom_mxfp4.cache import HEAD_DIM
+from atom_mxfp4.layout import HEAD_DIM, qkv_rows
 from atom_mxfp4.errors import fail
 from atom_mxfp4.synthetic import SyntheticRequest, make_request
 
@@ -34,8 +34,8 @@ def heavy_tail_request(config, num_tokens: int, seed: int, outlier_channels: int
                        outlier_gain: float = 10.0) -> SyntheticRequest:
     """Student-t(3) entries (unit-variance scaled) with `outlier_channels` channels x `outlier_gain` in K, V, idx-K."""
     g = torch.Generator().manual_seed(seed)
-    nq, nkv, niq = config.num_q_heads, config.num_kv_heads, config.index_heads
-    heads = nq + 2 * nkv + niq + (1 if niq else 0)
+    rows = qkv_rows(config.num_q_heads, config.num_kv_heads, config.index_heads)
+    heads = rows.heads
     # t(3) = N(0,1) / sqrt(chi2(3) / 3); variance 3, so divide by sqrt(3)
     normal = torch.randn(num_tokens, heads, HEAD_DIM, generator=g)
     chi2 = torch.randn(num_tokens, heads, HEAD_DIM, 3, generator=g).pow(2).sum(-1)
@@ -43,10 +43,9 @@ def heavy_tail_request(config, num_tokens: int, seed: int, outlier_channels: int
     channels = torch.randperm(HEAD_DIM, generator=g)[:outlier_channels]
     gain = torch.ones(HEAD_DIM)
     gain[channels] = outlier_gain
-    k = slice(nq, nq + 2 * nkv)  # K and V
-    x[:, k] *= gain
-    if niq:
-        x[:, heads - 1] *= gain  # index-K
+    x[:, rows.k] *= gain
+    x[:, rows.v] *= gain
+    x[:, rows.idx_k] *= gain  # index-K (none on dense layers)
     return SyntheticRequest(x.reshape(num_tokens, -1).bfloat16(), [], num_tokens)
 
 

@@ -1,7 +1,7 @@
 """`atom-mxfp4 eval {gsm8k, accuracy}`.
 
 `add_parser(subparsers)` adds the `eval` command to the top-level CLI (atom_mxfp4/cli.py); every leaf
-parser is registered with `atom_mxfp4.cli.command` (`handler(args) -> int`, also as `func`; `check(args)` for
+parser is registered with `atom_mxfp4.commands.command` (`handler(args) -> int`, also as `func`; `check(args)` for
 flag combinations). `python -m atom_mxfp4.evals.cli eval ...` runs it alone.
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from atom_mxfp4 import argtypes
-from atom_mxfp4.cli import HelpFormatter, command, refuse_others, run
+from atom_mxfp4.commands import HelpFormatter, command, refuse_others, run
 from atom_mxfp4.errors import expect, must_be
 
 

@@ -15,13 +15,13 @@ import struct
 import numpy as np
 import torch
 
-# ---- geometry (DESIGN §2, §4) -------------------------------------------------------------------------------
-D = 128  # head_dim
-PAGE = 128  # tokens per page = tokens per sparse block
-DATA_B = 64  # e2m1 bytes per token-head (128 codes, two per byte)
-SCALE_B = 4  # e8m0 bytes per token-head (one per 32 elements)
-RECORD = PAGE * (DATA_B + SCALE_B)  # 8704 bytes per (page, head)
-BLOCK = 32
+# ---- geometry (DESIGN §2, §4): from the ground floor, whose values tests/test_layout.py pins to DESIGN's literals
+from atom_mxfp4.layout import BLOCK  # noqa: E402,F401  (elements per e8m0 scale)
+from atom_mxfp4.layout import DATA_BYTES as DATA_B  # noqa: E402  (e2m1 bytes per token-head)
+from atom_mxfp4.layout import HEAD_DIM as D  # noqa: E402
+from atom_mxfp4.layout import PAGE_SIZE as PAGE  # noqa: E402  (tokens per page = tokens per sparse block)
+from atom_mxfp4.layout import RECORD_BYTES as RECORD  # noqa: E402  (bytes per (page, head))
+from atom_mxfp4.layout import SCALE_BYTES as SCALE_B  # noqa: E402  (e8m0 bytes per token-head)
 
 E2M1_MAG = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # magnitude of codes 0..7; bit 3 is the sign
 E2M1 = tuple(E2M1_MAG) + tuple(-m for m in E2M1_MAG)  # value of codes 0..15 (code 8 is -0.0)
@@ -281,3 +281,21 @@ def err_names(excinfo, *names: str) -> str:
         assert n in msg, f"error message does not name {n!r}: {msg!r}"
     assert "got" in msg, f"error message does not give the actual value: {msg!r}"
     return msg
+
+
+# ---- backends under test ------------------------------------------------------------------------------------------
+def backends_here(device="cpu", large_shapes: bool = False) -> list[str]:
+    """Every registered backend that can run on ``device`` now (atom_mxfp4.backends.available_backends): the oracle
+    tests parametrize over these, so a new backend folder is tested as soon as it registers. On the CPU Triton runs
+    under the interpreter (tests/conftest.py turns it on), FlyDSL only on a gfx950 device.
+
+    ``large_shapes``: leave out what runs under the Triton interpreter (one 677-token layer prefill there takes over
+    5 minutes); those tests have small-shape twins that cover every backend."""
+    import os
+
+    from atom_mxfp4.backends import available_backends
+
+    names = available_backends(device)
+    if large_shapes and torch.device(device).type != "cuda" and os.environ.get("TRITON_INTERPRET") == "1":
+        names = [n for n in names if n != "triton"]
+    return names

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from atom_mxfp4 import backends
+from atom_mxfp4.kernels import flydsl, triton
 
 
 @pytest.fixture
@@ -23,22 +24,21 @@ def fake_gfx950(monkeypatch):
         if state["fail"]:
             raise RuntimeError("pa_decode mismatch vs torch: max |diff| 0.5 > tolerance 0.01 (case g16 split)")
 
-    flydsl = backends._import("flydsl")
     monkeypatch.setattr(flydsl, "self_check", self_check)
-    monkeypatch.setattr(backends, "_is_gfx950", lambda device: device.type == "cuda")
+    monkeypatch.setattr(flydsl, "_is_gfx950", lambda device: device.type == "cuda")
     monkeypatch.setattr(backends, "_warned", set())
-    for cached in (backends._resolve, backends._flydsl_checked):
+    for cached in (backends._resolve, flydsl._checked):
         cached.cache_clear()
     yield state
-    for cached in (backends._resolve, backends._flydsl_checked):
+    for cached in (backends._resolve, flydsl._checked):
         cached.cache_clear()
 
 
 def test_gfx950_prefers_flydsl_after_a_passing_self_check(fake_gfx950):
     chosen = backends.resolve_backend(None, "cuda:0")
     assert chosen.name == "flydsl"
-    assert chosen.pa_decode is backends._import("flydsl").pa_decode
-    assert chosen.index_topk is backends._import("triton").index_topk  # the explicit composition
+    assert chosen.pa_decode is flydsl.pa_decode
+    assert chosen.index_topk is triton.index_topk  # the explicit composition (FlyDSLBackend.borrows)
     backends.resolve_backend("flydsl", "cuda:0")
     assert fake_gfx950["calls"] == 1  # once per process and device
 
@@ -70,3 +70,69 @@ def test_explicit_triton_without_a_gpu_or_interpreter_is_refused(monkeypatch):
     with pytest.raises(backends.BackendUnavailable, match="triton"):
         backends.resolve_backend("triton", "cpu")
     assert "triton" not in backends.available_backends("cpu")
+
+
+# ---- the registry -------------------------------------------------------------------------------------------------
+def test_every_kernels_folder_is_registered_once():
+    """Each folder of kernels/ registers exactly one backend; BACKENDS (the CLI's choices) is the registry."""
+    import pkgutil
+
+    from atom_mxfp4 import kernels, registry
+
+    folders = {info.name for info in pkgutil.iter_modules(kernels.__path__) if info.ispkg}
+    assert set(registry.registered()) == folders == set(backends.BACKENDS)
+    assert backends.BACKENDS[0] == registry.REFERENCE_BACKEND
+    for name, spec in registry.registered().items():
+        assert spec.name == name and set(spec.ships) <= set(registry.OPS)
+        assert spec.borrows is None or spec.borrows in backends.BACKENDS
+        shipped = spec.load()
+        assert all(callable(getattr(shipped, op)) for op in spec.ships)
+
+
+def test_unknown_backend_names_argument_expected_and_actual():
+    with pytest.raises(ValueError, match=r"backend must be None or one of \['torch', 'triton', 'flydsl'\], got 'cuda'"):
+        backends.resolve_backend("cuda", "cpu")
+
+
+def test_a_new_backend_is_one_registration(monkeypatch):
+    """A registered class is all it takes: resolve_backend composes its ops (borrowing the rest), backend=None
+    tries it in rank order, and an explicit request it refuses raises instead of falling back."""
+    from types import SimpleNamespace
+
+    from atom_mxfp4 import registry
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    fake_ops = SimpleNamespace(pa_decode=lambda *a, **k: None, make_plan=lambda *a, **k: None)
+
+    @registry.register_backend("fake", rank=-1)
+    class Fake(registry.Backend):
+        ships = ("pa_decode", "make_plan")
+        borrows = "torch"
+        refuse = False
+
+        @classmethod
+        def load(cls):
+            return fake_ops
+
+        @classmethod
+        def unavailable(cls, device):
+            return "refused for the test" if cls.refuse else None
+
+        @classmethod
+        def auto(cls, device):
+            return not cls.refuse, None
+
+    monkeypatch.setattr(backends, "BACKENDS", backends.BACKENDS + ("fake",))
+    backends._resolve.cache_clear()
+    try:
+        table = backends.resolve_backend("fake", "cpu")
+        assert table.pa_decode is fake_ops.pa_decode and table.index_topk is backends.resolve_backend(
+            "torch", "cpu").index_topk
+        assert backends.resolve_backend(None, "cpu").name == "fake"  # rank -1 comes first
+        Fake.refuse = True
+        backends._resolve.cache_clear()
+        assert backends.resolve_backend(None, "cpu").name == "torch"
+        with pytest.raises(backends.BackendUnavailable, match="backend='fake' cannot run here: refused for the test"):
+            backends.resolve_backend("fake", "cpu")
+    finally:
+        backends._resolve.cache_clear()

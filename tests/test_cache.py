@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _helpers as H  # noqa: E402
 
 from atom_mxfp4 import cache as C  # noqa: E402
-from atom_mxfp4.cache import PAGE_SIZE, RECORD_BYTES, MXFP4PageCache  # noqa: E402
+from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
+from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES  # noqa: E402
 
 
 def test_constants():

@@ -18,6 +18,7 @@ import _helpers as H  # noqa: E402
 
 from atom_mxfp4 import backends, ops  # noqa: E402
 from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4  # noqa: E402
+from atom_mxfp4.layout import qkv_width  # noqa: E402
 
 META = torch.device("meta")
 I32, I64, BF16 = torch.int32, torch.int64, torch.bfloat16
@@ -188,7 +189,7 @@ def test_build_sparse_tables_baseline():
 
 # ---- fused_qknorm_rope_write ----------------------------------------------------------------------------------------
 def write_args(T=3, nq=16, nkv=1, niq=1):
-    width = (nq + 2 * nkv + niq + (1 if niq else 0)) * 128
+    width = qkv_width(nq, nkv, niq)
     w = torch.zeros(128, dtype=BF16)
     return dict(qkv=torch.randn(T, width).to(BF16), positions=torch.arange(T, dtype=I64), q_norm_weight=w,
                 k_norm_weight=w, idx_q_norm_weight=w, idx_k_norm_weight=w,

@@ -24,6 +24,7 @@ import atom_mxfp4.kernels.triton  # noqa: E402,F401  (installs the compat layer)
 from atom_mxfp4 import ops  # noqa: E402
 from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4  # noqa: E402
 from atom_mxfp4.kernels.triton._mxfp4 import load_tokens  # noqa: E402
+from atom_mxfp4.layout import RECORD_BYTES, qkv_width  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _helpers import RECORD  # noqa: E402
@@ -68,7 +69,7 @@ def test_bf16_fp32_conversions_are_exact_for_every_bf16_and_round_to_nearest_eve
 def _dequant_kernel(records, out, OUT_BF16: tl.constexpr):
     page = tl.program_id(0).to(tl.int64)
     token = tl.arange(0, 128)
-    values = load_tokens(records + page * 8704, token, token < 128, 128, OUT_BF16, 1)
+    values = load_tokens(records + page * RECORD_BYTES, token, token < 128, 128, OUT_BF16, 1)
     tl.store(out + page * 128 * 128 + token[:, None] * 128 + tl.arange(0, 128)[None, :], values)
 
 
@@ -101,7 +102,7 @@ def test_fused_write_bit_exact_with_bf16_subnormals():
     and q equal the torch backend's bit for bit."""
     gen = torch.Generator().manual_seed(5)
     tokens, nq, nkv, niq, pages = 6, 2, 1, 1, 2
-    width = (nq + 2 * nkv + niq + 1) * 128
+    width = qkv_width(nq, nkv, niq)
     qkv = _subnormals(gen, (tokens, width))  # every value a subnormal (or zero)
     qkv[::2, ::3] = torch.randn(tokens // 2, (width + 2) // 3, generator=gen).bfloat16()  # mixed rows
     weights = [_subnormals(gen, (128,)) for _ in range(4)]

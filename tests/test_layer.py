@@ -23,6 +23,7 @@ import _helpers as H  # noqa: E402
 
 from atom_mxfp4.format import ScaleMode  # noqa: E402
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
+from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE, qkv_rows  # noqa: E402
 from atom_mxfp4.reference import attention_oracle  # noqa: E402
 
 ROUNDED_TOL = 2.0 ** -7  # bf16 q + bf16 out roundings (2 x 2**-9) with a 2x band
@@ -46,7 +47,7 @@ def make_requests(config: LayerConfig, lens, seed):
         x = torch.randn(n, config.qkv_width, generator=gen) * spread
         x[0] *= 3  # a sink token
         reqs.append(x.bfloat16())
-    weights = {k: (torch.randn(128, generator=gen) * 0.2).bfloat16()
+    weights = {k: (torch.randn(HEAD_DIM, generator=gen) * 0.2).bfloat16()
                for k in ("q_norm", "k_norm", "idx_q_norm", "idx_k_norm")}
     return reqs, weights
 
@@ -61,9 +62,9 @@ def kv_round_trip_error(config, reqs, weights, mode) -> float:
     """Measured rel-L2 of MXFP4 on the K and V this case writes (from the unquantized oracle's own K/V path)."""
     errs = []
     for x in reqs:
-        nq, nkv = config.num_q_heads, config.num_kv_heads
-        v = x.double().view(x.shape[0], -1, 128)[:, nq + nkv:nq + 2 * nkv]
-        k = x.double().view(x.shape[0], -1, 128)[:, nq:nq + nkv]
+        rows = qkv_rows(config.num_q_heads, config.num_kv_heads, config.index_heads)
+        v = x.double().view(x.shape[0], -1, HEAD_DIM)[:, rows.v]
+        k = x.double().view(x.shape[0], -1, HEAD_DIM)[:, rows.k]
         ms = (k ** 2).mean(-1, keepdim=True)
         k = k / torch.sqrt(ms + config.eps) * (1 + weights["k_norm"].double())  # (RoPE is a rotation: same error)
         for t in (k, v):
@@ -77,7 +78,7 @@ class Run:
     def __init__(self, config, reqs, weights, seed, backend="torch"):
         self.config, self.reqs = config, reqs
         gen = torch.Generator().manual_seed(seed)
-        need = [(x.shape[0] + 127) // 128 for x in reqs]
+        need = [-(-x.shape[0] // PAGE_SIZE) for x in reqs]
         total = sum(need) + 2
         perm = torch.randperm(total, generator=gen).tolist()
         self.block_table = torch.zeros(len(reqs), max(need), dtype=torch.int32)
@@ -121,7 +122,7 @@ def compare(run: Run, weights, out, topk, spans, kv_round):
                     ok[r, h] = want == have
         same.append(ok)
         rows += n
-    assert out.shape == (rows, run.config.num_q_heads * 128) and out.dtype == torch.bfloat16
+    assert out.shape == (rows, run.config.num_q_heads * HEAD_DIM) and out.dtype == torch.bfloat16
     assert torch.isfinite(out.float()).all()
     same = torch.cat(same)  # [rows, nkv]
     ref = torch.cat(refs).view(rows, nkv, -1)
@@ -149,7 +150,7 @@ def check_step(run, weights, out, topk, spans, mode):
     return err, agree
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_prefill(backend, name):
     config = LayerConfig(**CONFIGS[name])
@@ -163,7 +164,7 @@ def test_prefill(backend, name):
     check_step(run, weights, out, topk, spans, config.scale_mode)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_chunked_prefill_with_cached_prefix_then_decode(backend, name):
     config = LayerConfig(**CONFIGS[name])
@@ -181,7 +182,7 @@ def test_chunked_prefill_with_cached_prefix_then_decode(backend, name):
         check_step(run, weights, out, topk, spans, config.scale_mode)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("mode", [ScaleMode.FLOOR, ScaleMode.MSE])
 def test_other_scale_modes(backend, mode):
     config = LayerConfig(**CONFIGS["sparse_tp4"], scale_mode=mode)
@@ -191,17 +192,34 @@ def test_other_scale_modes(backend, mode):
     check_step(run, weights, out, topk, spans, mode)
 
 
+@pytest.mark.parametrize("backend", H.backends_here())
+@pytest.mark.parametrize("name", ["sparse_2kv", "dense_tp4"])
+def test_decode_steps_on_every_backend(backend, name):
+    """Small shapes, so that every available backend runs (Triton under the CPU interpreter included): the prefix is
+    written by the reference backend, then ``backend`` decodes two steps of three requests (write, top-k, tables,
+    attention) against the oracle."""
+    config = LayerConfig(**CONFIGS[name])
+    lens = [300, 130, 9]
+    reqs, weights = make_requests(config, lens, seed=21)
+    run = Run(config, reqs, weights, seed=22)
+    run.step([n - 2 for n in lens])
+    run.layer = SparseMXFP4Attention(config, weights, backend=backend)
+    for _ in range(2):
+        out, topk, spans = run.step([1] * len(lens))
+        check_step(run, weights, out, topk, spans, config.scale_mode)
+
+
 def q_e4m3_error(config, reqs, weights) -> float:
     """Measured rel-L2 of rounding the normalised q of this data to float8_e4m3fn (unit scale)."""
     errs = []
     for x in reqs:
-        q = x.double().view(x.shape[0], -1, 128)[:, :config.num_q_heads]
+        q = x.double().view(x.shape[0], -1, HEAD_DIM)[:, :config.num_q_heads]
         q = q / torch.sqrt((q ** 2).mean(-1, keepdim=True) + config.eps) * (1 + weights["q_norm"].double())
         errs.append(rel_l2(q.float().to(torch.float8_e4m3fn).double(), q))
     return max(errs)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("name", ["sparse_tp4", "dense_tp4"])
 def test_fp8_query(backend, name):
     # q in e4m3 (what the gfx950 kernel consumes): the extra error is bounded by q's own e4m3 round-trip error
@@ -217,7 +235,7 @@ def test_fp8_query(backend, name):
     assert agree >= MIN_TOPK_AGREEMENT_ROUNDED  # idx_q stays bf16
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_decode_batch_17(backend):
     config = LayerConfig(**CONFIGS["sparse_tp4"])
     lens = [1, 97, 128, 129, 450, 3, 40, 64, 131, 2, 20, 33, 256, 7, 5, 130, 90]
@@ -228,7 +246,7 @@ def test_decode_batch_17(backend):
     check_step(run, weights, out, topk, spans, config.scale_mode)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("name", ["sparse_tp4", "dense_tp4"])
 def test_prefill_against_unquantized_oracle(backend, name):
     # the MXFP4 error itself: bounded by the measured K/V round-trip error of this data
@@ -247,8 +265,8 @@ def test_prefill_against_unquantized_oracle(backend, name):
 # ---- the oracle itself against an independent numpy implementation ------------------------------------------------
 def numpy_attention(config: LayerConfig, x: torch.Tensor, weights, positions) -> tuple[np.ndarray, np.ndarray | None]:
     """MiniMax-M3 attention of one request in fp64 numpy: Gemma norm, NeoX partial RoPE, per-row top-k, causal."""
-    nq, nkv, d = config.num_q_heads, config.num_kv_heads, 128
-    niq = config.num_index_heads if config.sparse else 0
+    nq, nkv, d = config.num_q_heads, config.num_kv_heads, HEAD_DIM
+    rows = qkv_rows(nq, nkv, config.index_heads)
     n = x.shape[0]
     xs = x.double().numpy().reshape(n, -1, d)
     half = config.rotary_dim // 2
@@ -263,28 +281,28 @@ def numpy_attention(config: LayerConfig, x: torch.Tensor, weights, positions) ->
         y[..., :half], y[..., half:2 * half] = y1 * cos - y2 * sin, y2 * cos + y1 * sin
         return y
 
-    q = prep(xs[:, :nq], "q_norm")
-    k = prep(xs[:, nq:nq + nkv], "k_norm")
-    v = xs[:, nq + nkv:nq + 2 * nkv]
+    q = prep(xs[:, rows.q], "q_norm")
+    k = prep(xs[:, rows.k], "k_norm")
+    v = xs[:, rows.v]
     g = nq // nkv
     out = np.zeros((len(positions), nq, d))
     sel_all = np.full((nkv, len(positions), config.topk), -1) if config.sparse else None
     if config.sparse:
-        iq = prep(xs[:, nq + 2 * nkv:nq + 2 * nkv + niq], "idx_q_norm")
-        ik = prep(xs[:, nq + 2 * nkv + niq:nq + 2 * nkv + niq + 1], "idx_k_norm")[:, 0]
+        iq = prep(xs[:, rows.idx_q], "idx_q_norm")
+        ik = prep(xs[:, rows.idx_k], "idx_k_norm")[:, 0]
     for r, p in enumerate(positions):
-        own = p // 128
+        own = p // PAGE_SIZE
         for h in range(nkv):
             tokens = list(range(p + 1))
             if config.sparse:
                 scores = []
                 for b in range(own + 1):
-                    s = max(float(iq[p, h] @ ik[t]) for t in range(b * 128, min(p, b * 128 + 127) + 1))
+                    s = max(float(iq[p, h] @ ik[t]) for t in range(b * PAGE_SIZE, min(p, (b + 1) * PAGE_SIZE - 1) + 1))
                     level = 2 if b < config.init_blocks else 1 if b > own - config.local_blocks else 0
                     scores.append((-level, 0.0 if level else -s))  # forced blocks rank above every score
                 keep = sorted(sorted(range(own + 1), key=lambda b: (scores[b], b))[:min(config.topk, own + 1)])
                 sel_all[h, r, :len(keep)] = keep
-                tokens = [t for t in tokens if t // 128 in keep]
+                tokens = [t for t in tokens if t // PAGE_SIZE in keep]
             logits = q[p, h * g:(h + 1) * g] @ k[tokens, h].T * config.softmax_scale  # [g, n]
             w = np.exp(logits - logits.max(-1, keepdims=True))
             out[r, h * g:(h + 1) * g] = (w / w.sum(-1, keepdims=True)) @ v[tokens, h]

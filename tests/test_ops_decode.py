@@ -90,7 +90,7 @@ def vmax_of(prob) -> float:
 SCALE = 1.0 / math.sqrt(128)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("lens, group, nkv", [
     ([2049], 16, 1),  # batch 1, long
     ([1], 1, 1),
@@ -106,7 +106,7 @@ def test_against_dense_softmax(backend, lens, group, nkv):
             assert (out[r] == 0).all(), "context 0 must write zeros"
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_wide_table_and_cache_object(backend):
     # tables wider than needed (unused entries 0 -> page 0 holds poison / another row's tokens)
     prob = make_problem([129, 5, 1000], 8, 2, seed=3, width=12)
@@ -117,7 +117,7 @@ def test_wide_table_and_cache_object(backend):
     check_close(out, reference(prob, 0.3), vmax_of(prob))
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_fp8_query_with_query_scale(backend):
     prob = make_problem([200, 97, 0, 1], 16, 1, seed=4, q_dtype=torch.float8_e4m3fn)
     out = run(prob, backend, SCALE, query_scale=0.25)
@@ -127,14 +127,14 @@ def test_fp8_query_with_query_scale(backend):
     check_close(out, reference(prob, SCALE, qs), vmax_of(prob))
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_bf16_query_with_query_scale(backend):
     prob = make_problem([300, 64], 4, 1, seed=5)
     out = run(prob, backend, SCALE, query_scale=1.5)
     check_close(out, reference(prob, SCALE, 1.5), vmax_of(prob))
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_dense_layer_tables_share_pages(backend):
     # dense layers: every (request, head) row reads the request's whole block table, folded page*nkv + h
     gen = torch.Generator().manual_seed(6)
@@ -162,7 +162,7 @@ def test_dense_layer_tables_share_pages(backend):
     check_close(out, reference(prob, SCALE), 6.0 * 2.0)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_plan_and_check_false_give_the_same_output(backend):
     prob = make_problem([129, 0, 2049, 7], 16, 1, seed=7)
     base = run(dict(prob), backend, SCALE)
@@ -176,7 +176,7 @@ def test_plan_and_check_false_give_the_same_output(backend):
     check_close(out2, reference(prob2, SCALE), vmax_of(prob2))
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_garbage_only_in_unowned_bytes_changes_nothing(backend):
     # the same owned tokens with two different poison patterns elsewhere must give identical outputs
     prob = make_problem([97, 129, 1], 16, 1, seed=9, width=3)

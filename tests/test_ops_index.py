@@ -101,7 +101,7 @@ def _rows_everywhere(r, n):
     return sorted(cand)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_batch1_long_context(backend):
     prob = make_problem([2049], _rows_everywhere, seed=1)
     got = check(prob, topk=16, init_blocks=0, local_blocks=1, backend=backend)
@@ -109,7 +109,7 @@ def test_batch1_long_context(backend):
     assert 16 in got[0, -1].tolist() and -1 not in got[0, -1].tolist()
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("niq", [1, 2])
 def test_batch17_irregular(backend, niq):
     lens = [1, 97, 128, 129, 2049, 255, 256, 257, 3, 640, 1000, 131, 384, 129, 64, 1536, 700]
@@ -118,7 +118,7 @@ def test_batch17_irregular(backend, niq):
     check(prob, topk=16, init_blocks=0, local_blocks=1, backend=backend, as_cache=True)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_fewer_blocks_than_topk_pads_with_minus_one(backend):
     prob = make_problem([97, 129, 300], lambda r, n: [n - 1], seed=4)
     got = check(prob, topk=16, init_blocks=0, local_blocks=1, backend=backend)
@@ -127,7 +127,7 @@ def test_fewer_blocks_than_topk_pads_with_minus_one(backend):
     assert got[0, 2].tolist() == [0, 1, 2] + [-1] * 13
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("init_blocks, local_blocks, topk", [(0, 0, 3), (1, 1, 3), (2, 3, 4), (3, 2, 3), (4, 4, 2)])
 def test_init_and_local_forcing(backend, init_blocks, local_blocks, topk):
     # forced blocks beat any score; with more forced blocks than topk, init beats local, and forced blocks of
@@ -141,7 +141,7 @@ def test_init_and_local_forcing(backend, init_blocks, local_blocks, topk):
         assert set(forced) <= set(sel)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_ties_go_to_smaller_block_id(backend):
     prob = make_problem([128 * 8], lambda r, n: [n - 1], seed=6)
     # make blocks 1..6 identical copies of block 3 (equal scores), blocks 0 and 7 hold zeros (score 0, below)
@@ -165,7 +165,7 @@ def test_ties_go_to_smaller_block_id(backend):
     assert got[0, 0].tolist() == [1, 2, 7]
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_future_tokens_of_own_block_are_excluded(backend):
     # row at position 130: block 1 holds a huge key at position 200 (future) that must not count
     prob = make_problem([256], lambda r, n: [130], seed=7)

@@ -60,7 +60,7 @@ def check(tk, block_table, row_request, row_position, nkv, backend):
     return tables, lens
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("nkv", [1, 4])
 @pytest.mark.parametrize("topk", [1, 4, 16])
 def test_batch17_random_selections(backend, nkv, topk):
@@ -69,7 +69,7 @@ def test_batch17_random_selections(backend, nkv, topk):
     check(*random_case(gen, lens, nkv, topk), nkv, backend)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_batch1_hand_case(backend):
     # one request of 600 tokens, pages [9, 4, 7, 2, 5]; row at position 550 (own block 4, offset 38)
     bt = torch.tensor([[9, 4, 7, 2, 5]], dtype=torch.int32)
@@ -83,7 +83,7 @@ def test_batch1_hand_case(backend):
     assert tables[1].tolist() == [9, 5, 0, 0] and lens[1].item() == 256
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_own_block_listed_last_and_empty_row(backend):
     bt = torch.tensor([[3, 1, 4, 2]], dtype=torch.int32)
     tk = torch.tensor([[[0, 1, 2], [-1, -1, -1], [0, -1, -1]]], dtype=torch.int32)
@@ -96,7 +96,7 @@ def test_own_block_listed_last_and_empty_row(backend):
     assert tables[2].tolist() == [3, 0, 0] and lens[2].item() == 1  # position 0: one token
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_pages_per_block_2_token_mapping(backend):
     # blocks of 256 tokens = 2 pages: token t of a row must live at page tables[r, t // 128] as DESIGN §5 says
     gen = torch.Generator().manual_seed(9)

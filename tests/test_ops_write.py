@@ -18,6 +18,7 @@ import _helpers as H  # noqa: E402
 from atom_mxfp4 import ops  # noqa: E402
 from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
 from atom_mxfp4.format import ScaleMode  # noqa: E402
+from atom_mxfp4.layout import qkv_width  # noqa: E402
 
 F32 = np.float32
 
@@ -48,7 +49,7 @@ def norm_rope(x_bf16: torch.Tensor, w: torch.Tensor, cs: np.ndarray, rotary_dim:
 
 def make_inputs(T, nq, nkv, niq, seed, max_pos=4096, rotary_dim=64, pages=None):
     gen = torch.Generator().manual_seed(seed)
-    width = (nq + 2 * nkv + niq + (1 if niq else 0)) * H.D
+    width = qkv_width(nq, nkv, niq)
     spread = torch.exp(torch.randn(width, generator=gen))  # per-channel magnitude spread
     qkv = (torch.randn(T, width, generator=gen) * spread).bfloat16()
     ws = [(torch.randn(H.D, generator=gen) * 0.3).bfloat16() for _ in range(4)]
@@ -118,7 +119,7 @@ def first_record_diff(got: torch.Tensor, want: torch.Tensor) -> str:
     return f"{len(idx)} bytes differ; first page {p} head {h} {where}: got {got[p, h, b]}, want {want[p, h, b]}"
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("mode", [ScaleMode.CEIL, ScaleMode.FLOOR, ScaleMode.MSE])
 @pytest.mark.parametrize("T, nq, nkv, niq", [(1, 16, 1, 1), (37, 16, 1, 1), (130, 8, 2, 2)])
 def test_sparse_layer_write_bit_exact(backend, mode, T, nq, nkv, niq):
@@ -134,7 +135,7 @@ def test_sparse_layer_write_bit_exact(backend, mode, T, nq, nkv, niq):
     assert torch.equal(inp["ik"], want_ik), "index_k_cache: " + first_record_diff(inp["ik"], want_ik)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_dense_layer_write_no_index(backend):
     inp = make_inputs(50, 16, 1, 0, seed=3)
     want_q, _, want_k, want_v, _ = expected(inp, "ceil", 1e-6, torch.bfloat16)
@@ -145,7 +146,7 @@ def test_dense_layer_write_no_index(backend):
     assert torch.equal(inp["v"], want_v), first_record_diff(inp["v"], want_v)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_fp8_query_output(backend):
     inp = make_inputs(20, 16, 1, 1, seed=4)
     want_q, want_iq, want_k, *_ = expected(inp, "ceil", 1e-6, torch.float8_e4m3fn)
@@ -155,7 +156,7 @@ def test_fp8_query_output(backend):
     assert torch.equal(inp["k"], want_k)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 @pytest.mark.parametrize("rotary_dim, eps", [(128, 1e-6), (32, 1e-5)])
 def test_other_rotary_dim_and_eps(backend, rotary_dim, eps):
     inp = make_inputs(9, 4, 1, 1, seed=5, rotary_dim=rotary_dim)
@@ -165,7 +166,7 @@ def test_other_rotary_dim_and_eps(backend, rotary_dim, eps):
     assert torch.equal(inp["k"], want_k) and torch.equal(inp["ik"], want_ik)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_all_slots_skipped_and_empty_batch(backend):
     inp = make_inputs(6, 16, 1, 1, seed=6)
     inp["slots"][:] = -1
@@ -180,7 +181,7 @@ def test_all_slots_skipped_and_empty_batch(backend):
     assert torch.equal(empty["k"], before)
 
 
-@pytest.mark.parametrize("backend", ["torch"])
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_zero_row_and_extreme_values(backend):
     # an all-zero head row normalises to 0 (rsqrt(eps) * 0) and is written as scale byte 1, codes 0
     inp = make_inputs(4, 16, 1, 1, seed=8)

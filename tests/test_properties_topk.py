@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from atom_mxfp4 import ops
 from atom_mxfp4.format import dequantize_mxfp4
 
-PAGE, D, RECORD = 128, 128, 8704
+from atom_mxfp4.layout import HEAD_DIM as D, PAGE_SIZE as PAGE, RECORD_BYTES as RECORD  # noqa: E402
 
 
 def expected_topk(scores_by_token, position, topk, init_blocks, local_blocks):

@@ -33,7 +33,8 @@ with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision;
 
 from sglang.srt.plugins.hook_registry import HookRegistry  # noqa: E402
 
-from atom_mxfp4.cache import RECORD_BYTES, capacity_ratio  # noqa: E402
+from atom_mxfp4.cache import capacity_ratio  # noqa: E402
+from atom_mxfp4.layout import RECORD_BYTES  # noqa: E402
 from atom_mxfp4.model_patches.sglang import hooks  # noqa: E402
 from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME  # noqa: E402
 from atom_mxfp4.model_patches.sglang.targets import hook_applied  # noqa: E402

@@ -20,12 +20,12 @@ import pytest  # noqa: E402
 import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
 import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
 from atom_mxfp4.format import ScaleMode, quantize_mxfp4  # noqa: E402
+from atom_mxfp4.layout import RECORD_BYTES as RECORD, qkv_width  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _helpers import ATTN_REL_TOL, attention_rows, garbage_records, random_codes  # noqa: E402
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-RECORD = 8704
 
 
 def _gen(seed):
@@ -34,7 +34,7 @@ def _gen(seed):
 
 # ---- fused_qknorm_rope_write --------------------------------------------------------------------------------------
 def _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages):
-    width = (nq + 2 * nkv + niq + (1 if niq else 0)) * 128
+    width = qkv_width(nq, nkv, niq)
     qkv = (torch.randn(tokens, width, generator=gen) * 2.5).bfloat16()
     qkv.view(-1)[torch.randint(0, qkv.numel(), (3,), generator=gen)] = torch.tensor(
         [float("inf"), float("-inf"), float("nan")]).bfloat16()  # non-finite inputs: saturate / code 0

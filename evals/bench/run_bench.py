@@ -26,9 +26,10 @@ import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
 import atom_mxfp4.kernels.triton as tb  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig, make_plan  # noqa: E402
 from atom_mxfp4.kernels.triton.index_topk import IndexConfig  # noqa: E402
+from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES, qkv_width  # noqa: E402
 
 DEV = torch.device("cuda")
-RECORD = 8704
+RECORD = RECORD_BYTES
 MX_TOKEN = 68  # bytes per token-head of K or V in MXFP4 (64 data + 4 scale)
 
 
@@ -164,7 +165,7 @@ def bench_dense(row_counts, contexts, log, config=None, num_splits=None):
     out_rows = []
     for rows in row_counts:
         for ctx in contexts:
-            width = ctx // 128
+            width = ctx // PAGE_SIZE
             per_call = rows * ctx * 2 * MX_TOKEN
             n = sets_for(per_call, budget=4 * 2**30)
             q = torch.randn(rows, 16, 128, device=DEV).bfloat16()
@@ -194,7 +195,7 @@ def bench_dense(row_counts, contexts, log, config=None, num_splits=None):
 # ---- 4. fused write ----------------------------------------------------------------------------------------------
 def bench_write(token_counts, log):
     nq, nkv, niq, rot = 16, 1, 1, 64
-    width = (nq + 2 * nkv + niq + 1) * 128
+    width = qkv_width(nq, nkv, niq)
     rows = []
     for tokens in token_counts:
         per_call = tokens * (width * 2 + 16 + rot * 4 + nq * 256 + niq * 256 + 3 * MX_TOKEN)

@@ -6,9 +6,10 @@ Exits non-zero if an op raises; the sanitizer reports out-of-bounds / misaligned
 import torch
 
 import atom_mxfp4.kernels.triton as tb
+from atom_mxfp4.layout import RECORD_BYTES
 
 DEV = torch.device("cuda")
-RECORD = 8704
+RECORD = RECORD_BYTES
 
 
 def main():

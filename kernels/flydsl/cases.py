@@ -14,6 +14,8 @@ import math
 
 import torch
 
+from atom_mxfp4.format import dequantize_mxfp4
+
 from . import layout as L
 
 
@@ -81,10 +83,11 @@ def make_case(name: str, *, group: int, context_lens: list[int], q_dtype=torch.b
 
 def reference(case: DecodeCase) -> torch.Tensor:
     """The torch backend on the kernel's effective query: [R, G, 128] fp32."""
-    from atom_mxfp4.kernels.torch import pa_decode as torch_pa_decode
+    # the reference backend, looked up by name in the registry: backends never import each other
+    from atom_mxfp4.registry import REFERENCE_BACKEND, registered
 
     out = torch.empty(case.out.shape, dtype=torch.float32, device=case.out.device)
-    torch_pa_decode(out, kernel_query(case.q), case.k_cache, case.v_cache, case.tables, case.context_lens,
+    registered()[REFERENCE_BACKEND].load().pa_decode(out, kernel_query(case.q), case.k_cache, case.v_cache, case.tables, case.context_lens,
                     softmax_scale=case.softmax_scale, query_scale=case.query_scale, plan=None)
     return out
 
@@ -92,14 +95,13 @@ def reference(case: DecodeCase) -> torch.Tensor:
 def tolerance(case: DecodeCase, ref: torch.Tensor) -> torch.Tensor:
     """Per-element bound: P rounded to bf16 (2**-9 relative each, so <= 2**-9 max|V| on the weighted mean),
     ``out`` rounded to bf16 (2**-9 |out|), fp32 accumulation order; doubled as a band."""
-    from atom_mxfp4.kernels.torch.paged import read_pages
-
     bound = torch.zeros(ref.shape[0], 1, 1, device=ref.device)
     for r in range(ref.shape[0]):
         n = int(case.context_lens[r])
         if n:
             pages = case.tables[r, : math.ceil(n / L.PAGE_SIZE)].long()
-            v = read_pages(case.v_cache, pages).flatten(0, 1)[:n]
+            records = case.v_cache.reshape(-1, 1, L.RECORD_BYTES)[pages]  # [pages, 1, 8704]
+            v = dequantize_mxfp4(L.data_view(records), L.scale_view(records)).flatten(0, 2)[:n]
             bound[r] = v.abs().max()
     return 2 * (2.0 ** -9 * bound + 2.0 ** -9 * ref.abs()) + 1e-6
 

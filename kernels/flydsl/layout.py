@@ -28,13 +28,9 @@ from __future__ import annotations
 
 import math
 
-PAGE_SIZE = 128
-HEAD_DIM = 128
-DATA_BYTES = 64  # e2m1 codes per token
-SCALE_BYTES = 4  # e8m0 per token
-SCALE_OFFSET = PAGE_SIZE * DATA_BYTES  # 8192: the scales follow the 128 code rows
-RECORD_BYTES = PAGE_SIZE * (DATA_BYTES + SCALE_BYTES)  # 8704
-E8M0_ONE = 127  # e8m0 code of 1.0
+# the record geometry (DESIGN §4) from the ground floor; what follows is this kernel's own work split
+from atom_mxfp4.layout import (DATA_BYTES, E8M0_ONE, HEAD_DIM, MAX_GROUP, PAGE_SIZE,  # noqa: F401
+                               RECORD_BYTES, SCALE_BYTES, SCALE_OFFSET, data_view, scale_view)
 
 WAVE = 64
 WAVES = 4
@@ -43,7 +39,6 @@ TILE = 64  # tokens per wave iteration
 QK_SUBTILES = TILE // 16  # 4 scaled MFMAs (16 tokens x 16 heads x k=128) per tile
 PV_STEPS = TILE // 32  # 2 bf16 MFMA k-steps (32 tokens) per tile
 D_TILES = HEAD_DIM // 16  # 8 output tiles of 16 dims
-MAX_GROUP = 16
 E4M3_MAX = 448.0
 LOG2E = 1.4426950408889634
 

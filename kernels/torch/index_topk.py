@@ -7,12 +7,10 @@ blocks above local ones, each kind tied, ties to the smaller id). Output padding
 
 import torch
 
-from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.layout import INIT_KEY, LOCAL_KEY, NO_BLOCK, PAGE_SIZE  # forced-block rank keys: above +inf's
 
 from .paged import read_pages
 
-INIT_KEY = 0x7F800002  # rank keys of forced blocks (init: b < init_blocks; local: the local_blocks blocks ending at
-LOCAL_KEY = 0x7F800001  # the row's own block): above the key of every fp32 score, +inf's being 0x7F800000
 ROW_CHUNK = 1024  # rows scored at once (bounds the [rows, heads, tokens] score tensor)
 
 
@@ -41,8 +39,8 @@ def select_blocks(scores: torch.Tensor, own_block: torch.Tensor, topk: int, init
     keep = torch.arange(width, device=scores.device) < torch.clamp(own + 1, max=topk)
     chosen = torch.where(keep, chosen, torch.full_like(chosen, nblocks))  # padding sorts last
     chosen = torch.sort(chosen, dim=-1).values
-    out = torch.full((rows, scores.shape[1], topk), -1, dtype=torch.int32, device=scores.device)
-    out[..., :width] = torch.where(chosen == nblocks, -1, chosen).to(torch.int32)
+    out = torch.full((rows, scores.shape[1], topk), NO_BLOCK, dtype=torch.int32, device=scores.device)
+    out[..., :width] = torch.where(chosen == nblocks, NO_BLOCK, chosen).to(torch.int32)
     return out
 
 

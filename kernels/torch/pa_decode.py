@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.layout import PAGE_SIZE
 
 from .paged import read_pages
 

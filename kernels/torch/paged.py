@@ -2,8 +2,8 @@
 
 import torch
 
-from atom_mxfp4.cache import DATA_BYTES, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES
 from atom_mxfp4.format import dequantize_mxfp4
+from atom_mxfp4.layout import DATA_BYTES, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_OFFSET
 
 
 def read_pages(records: torch.Tensor, page_ids: torch.Tensor) -> torch.Tensor:
@@ -13,6 +13,6 @@ def read_pages(records: torch.Tensor, page_ids: torch.Tensor) -> torch.Tensor:
     -> values [..., 128 tokens, 128] fp32.
     """
     flat = records.reshape(-1, RECORD_BYTES)[page_ids.long()]  # [..., 8704]
-    data = flat[..., : PAGE_SIZE * DATA_BYTES].reshape(*page_ids.shape, PAGE_SIZE, DATA_BYTES)
-    scale = flat[..., PAGE_SIZE * DATA_BYTES :].reshape(*page_ids.shape, PAGE_SIZE, SCALE_BYTES)
+    data = flat[..., :SCALE_OFFSET].reshape(*page_ids.shape, PAGE_SIZE, DATA_BYTES)
+    scale = flat[..., SCALE_OFFSET:].reshape(*page_ids.shape, PAGE_SIZE, SCALE_BYTES)
     return dequantize_mxfp4(data, scale)

@@ -6,10 +6,9 @@ kernels can match the cache bytes bit for bit.
 
 import torch
 
-from atom_mxfp4.cache import PAGE_SIZE, data_view, scale_view
 from atom_mxfp4.format import quantize_mxfp4
-
-HEAD_DIM = 128
+from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, data_view, qkv_rows, scale_view
+from atom_mxfp4.rope import apply_rope_neox
 
 
 def qk_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -19,16 +18,6 @@ def qk_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     root = torch.sqrt((mean_square + eps).double()).float()
     inv_rms = 1.0 / root
     return (x * inv_rms) * (1.0 + weight.float())
-
-
-def rope_neox(x: torch.Tensor, cos_sin: torch.Tensor, rotary_dim: int) -> torch.Tensor:
-    """Partial NeoX RoPE on the first ``rotary_dim`` dims. x [T, H, D] fp32, cos_sin [T, rotary_dim] fp32."""
-    half = rotary_dim // 2
-    cos, sin = cos_sin[:, None, :half], cos_sin[:, None, half:rotary_dim]
-    x1, x2 = x[..., :half], x[..., half:rotary_dim]
-    out1 = x1 * cos - x2 * sin
-    out2 = x2 * cos + x1 * sin
-    return torch.cat((out1, out2, x[..., rotary_dim:]), dim=-1)
 
 
 def write_tokens(records: torch.Tensor, slots: torch.Tensor, values: torch.Tensor, scale_mode) -> None:
@@ -52,21 +41,21 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     cos_sin = cos_sin_cache[positions].float()  # [T, rotary_dim]
 
     def norm_rope(x, weight):
-        return rope_neox(qk_norm(x, weight, eps), cos_sin, rotary_dim)
+        return apply_rope_neox(qk_norm(x, weight, eps), cos_sin, rotary_dim)
 
-    q = norm_rope(heads[:, :nq], q_norm_weight)
-    k = norm_rope(heads[:, nq : nq + nkv], k_norm_weight)
-    v = heads[:, nq + nkv : nq + 2 * nkv]
+    rows = qkv_rows(nq, nkv, niq)
+    q = norm_rope(heads[:, rows.q], q_norm_weight)
+    k = norm_rope(heads[:, rows.k], k_norm_weight)
+    v = heads[:, rows.v]
 
-    keep = slot_mapping >= 0  # slot -1: do not write
+    keep = slot_mapping != NO_SLOT  # slot -1: do not write (ops validated slots >= -1)
     slots = slot_mapping[keep]
     write_tokens(k_cache, slots, k[keep], scale_mode)
     write_tokens(v_cache, slots, v[keep], scale_mode)
 
     idx_q = None
     if niq:
-        base = nq + 2 * nkv
-        idx_q = norm_rope(heads[:, base : base + niq], idx_q_norm_weight).to(torch.bfloat16)
-        idx_k = norm_rope(heads[:, base + niq : base + niq + 1], idx_k_norm_weight)
+        idx_q = norm_rope(heads[:, rows.idx_q], idx_q_norm_weight).to(torch.bfloat16)
+        idx_k = norm_rope(heads[:, rows.idx_k], idx_k_norm_weight)
         write_tokens(index_k_cache, slots, idx_k[keep], scale_mode)
     return q.to(q_dtype), idx_q

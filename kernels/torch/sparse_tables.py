@@ -8,7 +8,7 @@ else ``n_selected * block``; block = 128 * pages_per_block tokens.
 
 import torch
 
-from atom_mxfp4.cache import PAGE_SIZE
+from atom_mxfp4.layout import PAGE_SIZE
 
 
 def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, num_kv_heads, pages_per_block):

@@ -10,13 +10,21 @@ inside the block; that way one byte is ``even | odd << 4`` with no reshape and t
 import triton
 import triton.language as tl
 
-# tl.constexpr so kernels may read them (Triton refuses plain globals); host code uses int(...)
-PAGE_SIZE = tl.constexpr(128)
-HEAD_DIM = tl.constexpr(128)
-DATA_BYTES = tl.constexpr(64)  # e2m1 bytes per token-head
-SCALE_BYTES = tl.constexpr(4)  # e8m0 bytes per token-head
-SCALE_OFFSET = tl.constexpr(128 * 64)  # 8192: where the scale bytes of a record start
-RECORD_BYTES = tl.constexpr(128 * (64 + 4))  # 8704
+from atom_mxfp4 import layout
+
+from ._interpreter_compat import patch_interpreter
+
+patch_interpreter()  # the CPU interpreter behaves as the GPU does (a no-op on the GPU path)
+
+# the ground floor's values as tl.constexpr so kernels may read them (Triton refuses plain globals); host code
+# uses int(...)
+PAGE_SIZE = tl.constexpr(layout.PAGE_SIZE)
+HEAD_DIM = tl.constexpr(layout.HEAD_DIM)
+DATA_BYTES = tl.constexpr(layout.DATA_BYTES)  # e2m1 bytes per token-head
+SCALE_BYTES = tl.constexpr(layout.SCALE_BYTES)  # e8m0 bytes per token-head
+SCALE_OFFSET = tl.constexpr(layout.SCALE_OFFSET)  # 8192: where the scale bytes of a record start
+RECORD_BYTES = tl.constexpr(layout.RECORD_BYTES)  # 8704
+NO_BLOCK = tl.constexpr(layout.NO_BLOCK)  # index_topk padding
 
 SCALE_MODE_IDS = {"floor": 0, "ceil": 1, "mse": 2}  # constexpr ids of ScaleMode
 

@@ -22,12 +22,12 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.limits import MAX_INDEX_BLOCKS, MAX_TOPK
+from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
+from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
 
-INIT_KEY = tl.constexpr(0x7F800002)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
-LOCAL_KEY = tl.constexpr(0x7F800001)
+INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
+LOCAL_KEY = tl.constexpr(_LOCAL_KEY)
 BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
 
 
@@ -109,7 +109,7 @@ def _select_kernel(
     base = out_ptr + (head * num_rows + row) * TOPK
     tl.store(base + rank, blk.to(tl.int32), mask=chosen & (rank < TOPK))
     slot = tl.arange(0, TOPK_POW2)
-    tl.store(base + slot, tl.full([TOPK_POW2], -1, tl.int32), mask=(slot >= count) & (slot < TOPK))
+    tl.store(base + slot, tl.full([TOPK_POW2], NO_BLOCK, tl.int32), mask=(slot >= count) & (slot < TOPK))
 
 
 # ---- tuning -----------------------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     if rows == 0 or heads == 0:
         return out
     if max_blocks == 0:
-        return out.fill_(-1)
+        return out.fill_(int(NO_BLOCK))
     keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=device)
     # ---- tuning
     cfg = DEFAULT_CONFIG if config is None else config

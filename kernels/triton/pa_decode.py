@@ -26,6 +26,7 @@ from atom_mxfp4.errors import expect, expect_contiguous
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
     mma_operand, qk_tile, to_bf16_rne
 
+assert int(PAGE_SIZE) == 128, "TILES_PER_PAGE in _decode_kernel spells PAGE_SIZE as 128"
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
 LOG2E = 1.4426950408889634
 
@@ -38,7 +39,7 @@ def _pa_decode_kernel(
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
     DOT_SCALED: tl.constexpr, DECODE: tl.constexpr, PREFETCH: tl.constexpr,
 ):
-    tl.static_assert(128 % BLOCK_N == 0)  # tiles never straddle a page (PAGE_SIZE = 128)
+    tl.static_assert(PAGE_SIZE % BLOCK_N == 0)  # tiles never straddle a page
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     head = tl.arange(0, BLOCK_H)
@@ -60,7 +61,7 @@ def _pa_decode_kernel(
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
     token_in_tile = tl.arange(0, BLOCK_N)
-    TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N
+    TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N as an int (the interpreter's % needs one)
     tile_begin = page_begin * TILES_PER_PAGE
     tile_end = page_end * TILES_PER_PAGE
     if PREFETCH:

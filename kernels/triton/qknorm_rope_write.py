@@ -19,6 +19,7 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.format import ScaleMode
+from atom_mxfp4.layout import qkv_rows
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
     quantize_pair, to_output
@@ -83,7 +84,8 @@ def _qknorm_rope_write_kernel(
     q_weight_ptr, k_weight_ptr, iq_weight_ptr, ik_weight_ptr,
     k_cache_ptr, v_cache_ptr, ik_cache_ptr, q_out_ptr, iq_out_ptr,
     qkv_row_stride, kv_page_stride, ik_page_stride, eps,
-    NUM_Q: tl.constexpr, NUM_KV: tl.constexpr, NUM_IQ: tl.constexpr,
+    NUM_Q: tl.constexpr, NUM_IQ: tl.constexpr,
+    K_START: tl.constexpr, V_START: tl.constexpr, IQ_START: tl.constexpr, IK_START: tl.constexpr,
     ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr,
 ):
     token = tl.program_id(0).to(tl.int64)
@@ -94,10 +96,7 @@ def _qknorm_rope_write_kernel(
     row_ptr = qkv_ptr + token * qkv_row_stride + row.to(tl.int64) * HEAD_DIM
     position = tl.load(positions_ptr + token)
     slot = tl.load(slot_ptr + token)
-    K_START: tl.constexpr = NUM_Q
-    V_START: tl.constexpr = NUM_Q + NUM_KV
-    IQ_START: tl.constexpr = NUM_Q + 2 * NUM_KV
-    IK_START: tl.constexpr = IQ_START + NUM_IQ
+    # head-row starts of k / v / idx_q / idx_k: atom_mxfp4.layout.qkv_rows, passed in by the launcher
     if row < K_START:  # q -> q_out [T, nq, 128] (q_dtype)
         y_even, y_odd = _load_pair(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, d_even, True, ROTARY_DIM)
         out = q_out_ptr + (token * NUM_Q + row) * HEAD_DIM
@@ -162,16 +161,17 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     # ---- tuning
     cfg = write_config(tokens) if config is None else config
     # ---- launch
-    rows = nq + 2 * nkv + (niq + 1 if niq else 0)
+    rows = qkv_rows(nq, nkv, niq)
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0
     ik_weight = idx_k_norm_weight if niq else k_norm_weight
     iq_weight = idx_q_norm_weight if niq else q_norm_weight
-    _qknorm_rope_write_kernel[(tokens, rows)](
+    _qknorm_rope_write_kernel[(tokens, rows.heads)](
         qkv, positions, slot_mapping, cos_sin_cache,
         q_norm_weight, k_norm_weight, iq_weight, ik_weight,
         k_cache, v_cache, ik, q_out, iq_out if niq else q_out,
         qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
-        NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
+        NUM_Q=nq, NUM_IQ=niq, K_START=rows.k.start, V_START=rows.v.start, IQ_START=rows.idx_q.start,
+        IK_START=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
         num_warps=cfg.num_warps, enable_fp_fusion=False,
     )
     return q_out, iq_out

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.limits import MAX_PAGES_PER_BLOCK, MAX_TOPK
+from atom_mxfp4.layout import MAX_PAGES_PER_BLOCK, MAX_TOPK
 
 from ._mxfp4 import PAGE_SIZE
 

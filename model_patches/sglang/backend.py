@@ -21,15 +21,16 @@ import torch
 from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
 from sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph import eager_on_graph
 
-from atom_mxfp4.cache import HEAD_DIM, PAGE_SIZE
+from atom_mxfp4.backends import BACKENDS
 from atom_mxfp4.errors import expect
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
+from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE, pages_for
 
 from .geometry import check_model
 from .pool import MXFP4MiniMaxKVPool
 from .targets import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, attn_tp_size, hook_applied
 
-KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # torch | triton | flydsl; unset = atom_mxfp4.backends' choice
+KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # a registered name (atom_mxfp4.backends.BACKENDS); unset: its choice
 PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
 
 
@@ -62,7 +63,10 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self.req_to_token = runner.req_to_token_pool.req_to_token  # [max_reqs, max_context] i32 slot ids
         self.geometry = check_model(runner.model_config.hf_config, attn_tp_size=attn_tp_size())
         self.kernel_backend = kernel_backend or os.environ.get(KERNEL_BACKEND_ENV) or None
-        self.max_pages = (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE
+        expect(self.kernel_backend is None or self.kernel_backend in BACKENDS,
+               "kernel_backend" if kernel_backend else KERNEL_BACKEND_ENV, f"unset or one of {list(BACKENDS)}",
+               repr(self.kernel_backend))
+        self.max_pages = pages_for(self.req_to_token.shape[1])
         self.configs = {sparse: self.geometry.layer_config(sparse) for sparse in (False, True)}
         self.layers: dict[int, SparseMXFP4Attention] = {}
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
@@ -103,7 +107,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                                        extend_lens.long())
         max_len = int(forward_batch.seq_lens_cpu.max()) if forward_batch.seq_lens_cpu is not None \
             else int(forward_batch.seq_lens.max())
-        pages = min(self.max_pages, (max_len + PAGE_SIZE - 1) // PAGE_SIZE)
+        pages = min(self.max_pages, pages_for(max_len))
         self.forward_metadata = AttentionMetadata(
             positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
             token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous())

@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 
-from atom_mxfp4.cli import HelpFormatter, command
+from atom_mxfp4.commands import HelpFormatter, command
 from atom_mxfp4.errors import expect
 
 from . import coexist

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from atom_mxfp4.argtypes import existing_dir
-from atom_mxfp4.cli import HelpFormatter, command
+from atom_mxfp4.commands import HelpFormatter, command
 from atom_mxfp4.errors import fail, must_be
 
 from . import coexist

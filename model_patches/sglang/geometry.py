@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from atom_mxfp4.cache import HEAD_DIM, PAGE_SIZE
 from atom_mxfp4.errors import expect
-from atom_mxfp4.layer import MAX_GROUP, LayerConfig
+from atom_mxfp4.layer import LayerConfig
+from atom_mxfp4.layout import HEAD_DIM, MAX_GROUP, PAGE_SIZE
 
 KV_CACHE_DTYPE = "mxfp4"
 BACKEND_NAME = "atom_mxfp4"

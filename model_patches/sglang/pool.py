@@ -15,10 +15,11 @@ from contextlib import nullcontext
 import torch
 from sglang.srt.mem_cache.memory_pool import GPU_MEMORY_TYPE_KV_CACHE, KVCache
 
-from atom_mxfp4.cache import PAGE_SIZE, RECORD_BYTES, MXFP4PageCache, data_view, scale_view
+from atom_mxfp4.cache import MXFP4PageCache
+from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES, TOKEN_BYTES, data_view, scale_view
 from atom_mxfp4.errors import expect
 
-RECORD_BYTES_PER_TOKEN = RECORD_BYTES // PAGE_SIZE  # 68: one head-token of K, V or index-K
+RECORD_BYTES_PER_TOKEN = TOKEN_BYTES  # 68: one head-token of K, V or index-K
 
 
 def bytes_per_token(*, kv_heads: int, num_layers: int, num_sparse_layers: int) -> int:

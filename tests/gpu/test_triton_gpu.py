@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.kernels.triton._mxfp4 import load_tokens
+from atom_mxfp4.layout import RECORD_BYTES, qkv_width
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.gpu,
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from _helpers import attention_rows  # noqa: E402
 
-RECORD = 8704
+RECORD = RECORD_BYTES
 ATTN_REL_TOL = 3e-3  # as tests/test_triton_ops.py: bf16 output + bf16 probabilities, measured ~7e-4, band x3
 DEV = torch.device("cuda")
 
@@ -55,7 +56,7 @@ def _decode_case(gen, rows, group, width, lens):
 def _dequant_kernel(records, out, DECODE: tl.constexpr):
     page = tl.program_id(0).to(tl.int64)
     token = tl.arange(0, 128)
-    values = load_tokens(records + page * 8704, token, token < 128, 128, True, DECODE)
+    values = load_tokens(records + page * RECORD, token, token < 128, 128, True, DECODE)
     tl.store(out + page * 128 * 128 + token[:, None] * 128 + tl.arange(0, 128)[None, :], values)
 
 
@@ -194,7 +195,7 @@ def test_fused_write_large_bit_exact(mode):
     triton_backend, torch_backend = _backends()
     gen = torch.Generator().manual_seed(len(mode))
     tokens, nq, nkv, niq, rot, pages = 1000, 16, 1, 1, 64, 9
-    width = (nq + 2 * nkv + niq + 1) * 128
+    width = qkv_width(nq, nkv, niq)
     qkv = (torch.randn(tokens, width, generator=gen) * 3).bfloat16()
     positions = torch.randint(0, 4096, (tokens,), generator=gen)
     weights = [torch.randn(128, generator=gen) * 0.3 for _ in range(4)]

@@ -1,6 +1,6 @@
 """Time pa_decode per backend on a gfx950 device (prints; asserts nothing). Never run here: no AMD GPU.
 
-    python -m atom_mxfp4.kernels.flydsl.bench --rows 64 --group 16 --context 2048
+    python -m atom_mxfp4.evals.bench.flydsl_bench --rows 64 --group 16 --context 2048
 
 Effective bandwidth counts the K/V bytes the op must read (136 B per token) plus q and out.
 """
@@ -11,8 +11,8 @@ import argparse
 
 import torch
 
-from . import cases as C
-from . import layout as L
+from atom_mxfp4.kernels.flydsl import cases as C
+from atom_mxfp4.kernels.flydsl import layout as L
 
 
 def _time(fn, iters: int) -> float:
