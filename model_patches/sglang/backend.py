@@ -63,7 +63,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self.geometry = check_model(runner.model_config.hf_config, attn_tp_size=attn_tp_size())
         self.kernel_backend = kernel_backend or os.environ.get(KERNEL_BACKEND_ENV) or None
         self.max_pages = (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE
-        self.configs = {sparse: self.geometry.layer_config(sparse) for sparse in (False, True)}
+        # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
+        self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype)
+                        for sparse in (False, True)}
         self.layers: dict[int, SparseMXFP4Attention] = {}
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None
