@@ -260,7 +260,8 @@ def test_serve_help_examples_parse(no_exec, capsys):
 @pytest.mark.parametrize("argv", [["--index-k-dtype", "fp8", "M", "--dry-run"],
                                   ["--index-k-dtype=fp8", "--dry-run", "M"]])
 def test_serve_index_k_dtype_sets_the_environment(argv, no_exec, capsys, monkeypatch):
-    monkeypatch.delenv("ATOM_MXFP4_INDEX_K_DTYPE", raising=False)
+    # set (not deleted): monkeypatch then restores the variable's absence after serve wrote into os.environ
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "mxfp4")
     assert cli.main(["serve", *argv]) == 0
     printed = shlex.split(capsys.readouterr().out)
     assert printed[0] == "ATOM_MXFP4_INDEX_K_DTYPE=fp8" and printed[-4:] == ["serve", "M", "--kv-cache-dtype", "mxfp4"]
