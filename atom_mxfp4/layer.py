@@ -19,6 +19,7 @@ from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .layout import HEAD_DIM, MAX_GROUP, PAGE_SIZE, qkv_width
 from .rope import rope_cos_sin
+from .index_k import DEFAULT_INDEX_K_DTYPE, FP8IndexKCache, IndexKDtype, allocate_index_k, index_records
 
 MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
 
@@ -42,6 +43,7 @@ class LayerConfig:
     max_position: int = 1 << 17
     scale_mode: ScaleMode = ScaleMode(DEFAULT_CACHE_SCALE_MODE)  # chosen by docs/accuracy.md
     q_dtype: torch.dtype = torch.bfloat16
+    index_k_dtype: IndexKDtype = IndexKDtype(DEFAULT_INDEX_K_DTYPE)  # "mxfp4" | "fp8" (atom_mxfp4.index_k)
     softmax_scale: float = field(default=1.0 / math.sqrt(HEAD_DIM))
 
     def __post_init__(self):
@@ -74,6 +76,7 @@ class LayerConfig:
         object.__setattr__(self, "softmax_scale", expect_positive(self.softmax_scale, "softmax_scale"))
         expect(self.q_dtype in ops.Q_DTYPES, "q_dtype", f"one of {ops.Q_DTYPES}", self.q_dtype, TypeError)
         object.__setattr__(self, "scale_mode", ScaleMode.parse(self.scale_mode))
+        object.__setattr__(self, "index_k_dtype", IndexKDtype.parse(self.index_k_dtype, "index_k_dtype"))
 
     @property
     def group(self) -> int:
@@ -144,17 +147,18 @@ class AttentionMetadata:
 
 @dataclass
 class LayerCaches:
-    """The MXFP4 caches of one layer: K and V ``[pages, nkv, 8704]``, index-K ``[pages, 1, 8704]`` (sparse)."""
+    """The caches of one layer: MXFP4 K and V ``[pages, nkv, 8704]``; on sparse layers the index-K of
+    ``config.index_k_dtype``: MXFP4 ``[pages, 1, 8704]`` or fp8 ``[pages, 1, 16896]`` (atom_mxfp4.index_k)."""
 
     k: MXFP4PageCache
     v: MXFP4PageCache
-    index_k: MXFP4PageCache | None = None
+    index_k: MXFP4PageCache | FP8IndexKCache | None = None
 
     @classmethod
     def allocate(cls, config: LayerConfig, num_pages: int, device="cpu") -> "LayerCaches":
         return cls(MXFP4PageCache(num_pages, config.num_kv_heads, device),
                    MXFP4PageCache(num_pages, config.num_kv_heads, device),
-                   MXFP4PageCache(num_pages, 1, device) if config.sparse else None)
+                   allocate_index_k(config.index_k_dtype, num_pages, device) if config.sparse else None)
 
 
 class SparseMXFP4Attention:
@@ -214,8 +218,8 @@ class SparseMXFP4Attention:
         c = self.config
         rows, positions = meta.token_request, meta.positions.to(torch.int32)
         topk_blocks = ops.index_topk(idx_q, caches.index_k, meta.block_table, rows, positions, topk=c.topk,
-                                     init_blocks=c.init_blocks, local_blocks=c.local_blocks, backend=self.backend,
-                                     check=check)
+                                     init_blocks=c.init_blocks, local_blocks=c.local_blocks,
+                                     index_k_dtype=c.index_k_dtype, backend=self.backend, check=check)
         tables, lens = ops.build_sparse_tables(topk_blocks, meta.block_table, rows, positions,
                                                num_kv_heads=c.num_kv_heads, backend=self.backend, check=check)
         return tables, lens, topk_blocks
@@ -239,7 +243,9 @@ class SparseMXFP4Attention:
         expect(isinstance(caches, LayerCaches), "caches", "a LayerCaches", type(caches).__name__, TypeError)
         expect(isinstance(qkv, torch.Tensor), "qkv", "a tensor", type(qkv).__name__, TypeError)
         records = [None if x is None else as_records(x, f"caches.{name}")
-                   for name, x in (("k", caches.k), ("v", caches.v), ("index_k", caches.index_k))]
+                   for name, x in (("k", caches.k), ("v", caches.v))]
+        records.append(None if caches.index_k is None else index_records(caches.index_k, c.index_k_dtype,
+                                                                          "caches.index_k"))
         w = self.weights_on(qkv.device)
         ops.check_write_args(qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
                              self.cos_sin_cache(qkv.device), meta.slot_mapping, *records, num_q_heads=c.num_q_heads,
@@ -280,8 +286,8 @@ class SparseMXFP4Attention:
             qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
             self.cos_sin_cache(qkv.device), meta.slot_mapping, caches.k, caches.v, caches.index_k,
             num_q_heads=c.num_q_heads, num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads,
-            rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype, backend=self.backend,
-            check=False)
+            rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype,
+            index_k_dtype=c.index_k_dtype, backend=self.backend, check=False)
         topk_blocks = None
         if c.sparse:
             tables, lens, topk_blocks = self.select(idx_q, meta, caches, check=False)

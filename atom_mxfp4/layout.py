@@ -30,6 +30,11 @@ SCALE_BYTES = HEAD_DIM // BLOCK  # 4: e8m0 scale bytes per token-head
 TOKEN_BYTES = DATA_BYTES + SCALE_BYTES  # 68: one token-head of K, V or index-K
 SCALE_OFFSET = PAGE_SIZE * DATA_BYTES  # 8192: where a record's scale bytes start
 RECORD_BYTES = PAGE_SIZE * TOKEN_BYTES  # 8704: one (page, head); a multiple of 16 B
+# the fp8 index-K record (index_k_dtype="fp8", atom_mxfp4.index_k): e4m3 bytes, then one e8m0 scale per 32 elements
+FP8_DATA_BYTES = HEAD_DIM  # 128: one e4m3 byte per element
+FP8_SCALE_BYTES = HEAD_DIM // BLOCK  # 4
+FP8_SCALE_OFFSET = PAGE_SIZE * FP8_DATA_BYTES  # 16384
+FP8_RECORD_BYTES = PAGE_SIZE * (FP8_DATA_BYTES + FP8_SCALE_BYTES)  # 16896: one (page, head)
 
 # ---- sentinels (where produced / consumed: docs/api.md) ---------------------------------------------------------
 NO_SLOT = -1  # slot_mapping entry: do not write this token (consumed by fused_qknorm_rope_write)

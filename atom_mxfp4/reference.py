@@ -53,11 +53,13 @@ def _select(scores: list[float], own: int, topk: int, init_blocks: int, local_bl
 
 
 def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: torch.Tensor | None = None,
-                     kv_round: Callable[[torch.Tensor], torch.Tensor] | None = None) -> OracleResult:
+                     kv_round: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                     index_k_round: Callable[[torch.Tensor], torch.Tensor] | None = None) -> OracleResult:
     """One request, all its tokens ``qkv [N, W]`` (position = row index), queried at ``query_positions``.
 
     ``config`` is a ``layer.LayerConfig``; ``weights`` holds ``q_norm``, ``k_norm``, ``idx_q_norm``, ``idx_k_norm``
-    ([D] tensors). ``kv_round`` (e.g. a round trip through fp8) is applied to k, v and idx_k after norm/RoPE.
+    ([D] tensors). ``kv_round`` (e.g. a round trip through fp8) is applied to k, v and idx_k after norm/RoPE;
+    ``index_k_round``, when given, replaces it for idx_k (an index-K cache of another dtype than K / V).
     """
     nq, nkv, niq, d = config.num_q_heads, config.num_kv_heads, config.num_index_heads, HEAD_DIM
     n = qkv.shape[0]
@@ -82,7 +84,8 @@ def attention_oracle(qkv: torch.Tensor, weights: dict, config, query_positions: 
     selected = None
     if config.sparse:
         idx_q = prep(x[query_positions, rows.idx_q], "idx_q_norm", query_positions)  # [Tq, niq, D]
-        idx_k = keep(prep(x[:, rows.idx_k], "idx_k_norm"))[:, 0]  # [N, D]
+        keep_index = keep if index_k_round is None else index_k_round
+        idx_k = keep_index(prep(x[:, rows.idx_k], "idx_k_norm"))[:, 0]  # [N, D]
         block_scores = torch.einsum("rhd,td->hrt", idx_q, idx_k).masked_fill(~allowed[None], float("-inf"))
         nblocks = -(-n // PAGE_SIZE)
         padded = torch.full((niq, tq, nblocks * PAGE_SIZE), float("-inf"), dtype=torch.float64)

@@ -14,6 +14,11 @@ Against `reference.attention_oracle` (fp64, unquantized K/V/index-K, exact top-k
 Reference caches: `fp8` (float8_e4m3fn, unit scale, saturating at 448) and `bf16` run through the oracle itself
 with K, V and index-K rounded through that dtype (`kv_round`), so they carry no kernel error at all; the
 `mxfp4-<mode> (emulated)` rows do the same with the MXFP4 codec, separating codec error from kernel error.
+
+Index-K dtype (`--index-k-dtypes`): `mxfp4-<mode>` rows store the index-K as MXFP4 (as K / V), `mxfp4-<mode>
+idx-fp8` rows as fp8 (e4m3 + per-32 e8m0 scales, atom_mxfp4.index_k); with `--emulate` the oracle also runs with
+K / V through MXFP4 and the index-K through each fp8 layout candidate: `idx-fp8` (per-32 e8m0, the shipped one) and
+`idx-fp8-token` (one fp32 scale per token, amax / 448), which is how the layout was chosen.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from atom_mxfp4.commands import add_backend_option, changed_options, check_backe
 from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.demo import rel_l2, topk_agreement
 from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
+from atom_mxfp4.index_k import IndexKDtype, dequantize_fp8, quantize_fp8
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.reference import attention_oracle
 from atom_mxfp4.synthetic import make_weights
@@ -83,6 +89,28 @@ def _round_mxfp4(mode: ScaleMode):
     return apply
 
 
+def _round_fp8_e8m0(t: torch.Tensor) -> torch.Tensor:
+    """The fp8 index-K codec (atom_mxfp4.index_k): e4m3 elements, one e8m0 scale per 32."""
+    data, scale = quantize_fp8(t.float())
+    return dequantize_fp8(data, scale, torch.float64)
+
+
+def _round_fp8_token(t: torch.Tensor) -> torch.Tensor:
+    """The candidate that lost: e4m3 elements, one fp32 scale ``amax / 448`` per token row."""
+    x = t.float()
+    scale = x.abs().amax(-1, keepdim=True) / FP8_MAX
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return ((x / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn).float() * scale).double()
+
+
+INDEX_FP8_LAYOUTS = {"idx-fp8": _round_fp8_e8m0, "idx-fp8-token": _round_fp8_token}  # emulated index-K rounding
+
+
+def cache_name(mode: ScaleMode, index_k_dtype: IndexKDtype) -> str:
+    """Row label of the layer over MXFP4 K / V with ``mode`` and this index-K dtype."""
+    return f"mxfp4-{mode.value}" + ("" if index_k_dtype is IndexKDtype.MXFP4 else f" idx-{index_k_dtype.value}")
+
+
 def needle_masks(topk: torch.Tensor, needles: list[int], positions: torch.Tensor) -> dict[int, torch.Tensor]:
     """topk [niq, R, topk] block ids (-1 padded), positions [R] -> needle -> found [R] bool: the row is at or
     after the needle and every index head selected the needle's block."""
@@ -118,7 +146,8 @@ def run_layer(request, weights, config: LayerConfig, num_queries: int, device, b
             w.get("idx_k_norm"), layer.cos_sin_cache(device), meta.slot_mapping, caches.k, caches.v,
             caches.index_k, num_q_heads=config.num_q_heads, num_kv_heads=config.num_kv_heads,
             num_index_heads=config.index_heads, rotary_dim=config.rotary_dim, eps=config.eps,
-            scale_mode=config.scale_mode, q_dtype=config.q_dtype, backend=backend)
+            scale_mode=config.scale_mode, q_dtype=config.q_dtype, index_k_dtype=config.index_k_dtype,
+            backend=backend)
     meta = AttentionMetadata.for_requests(block_table, [prompt], [num_queries])
     out, topk = layer(qkv[prompt:], meta, caches, return_topk=True)
     if device.type == "cuda":
@@ -176,14 +205,24 @@ def _variants(family, tokens, seed, args, device, base, request, weights, positi
         if name in args.caches:
             ref, seconds = oracle(fn)
             rows.append(row(name, ref.out, ref.selected, seconds))
+    # dense layers have no index-K: one run per mode
+    index_dtypes = [IndexKDtype.parse(d) for d in args.index_k_dtypes] if base.sparse else [IndexKDtype.MXFP4]
     for mode in modes:
         if args.emulate:
             ref, seconds = oracle(_round_mxfp4(mode))
             rows.append(row(f"mxfp4-{mode.value} (emulated)", ref.out, ref.selected, seconds))
-        config = dataclasses.replace(base, scale_mode=mode)
-        t0 = time.perf_counter()
-        out, topk = run_layer(request, weights, config, args.queries, device, args.backend)
-        rows.append(row(f"mxfp4-{mode.value}", out, topk, time.perf_counter() - t0))
+            if IndexKDtype.FP8 in index_dtypes:
+                for label, fn in INDEX_FP8_LAYOUTS.items():
+                    t0 = time.perf_counter()
+                    ref = attention_oracle(request.qkv, weights, base, query_positions=positions,
+                                           kv_round=_round_mxfp4(mode), index_k_round=fn)
+                    rows.append(row(f"mxfp4-{mode.value} {label} (emulated)", ref.out, ref.selected,
+                                    time.perf_counter() - t0))
+        for index_dtype in index_dtypes:
+            config = dataclasses.replace(base, scale_mode=mode, index_k_dtype=index_dtype.value)
+            t0 = time.perf_counter()
+            out, topk = run_layer(request, weights, config, args.queries, device, args.backend)
+            rows.append(row(cache_name(mode, index_dtype), out, topk, time.perf_counter() - t0))
     return rows
 
 
@@ -222,6 +261,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"top-k blocks of {PAGE_SIZE} tokens each (default: %(default)s)")
     parser.add_argument("--scale-modes", metavar="MODE,...", type=argtypes.scale_modes, default="ceil,floor,mse",
                         help=f"ScaleModes of the MXFP4 cache, comma list of {[m.value for m in ScaleMode]} "
+                        "(default: %(default)s)")
+    parser.add_argument("--index-k-dtypes", metavar="DTYPE,...", type=argtypes.comma_list(
+                        argtypes.one_of(m.value for m in IndexKDtype), "index-K dtypes"), default="mxfp4,fp8",
+                        help="index-K cache dtypes of the sparse layer, comma list of "
+                        f"{[m.value for m in IndexKDtype]} "
                         "(default: %(default)s)")
     parser.add_argument("--caches", metavar="DTYPE,...", type=argtypes.comma_list(
                         argtypes.one_of(REFERENCE_CACHES), "reference caches", allow_empty=True), default="fp8,bf16",

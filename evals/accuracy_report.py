@@ -11,7 +11,8 @@ from pathlib import Path
 
 REFERENCE_ORDER = ("exact", "bf16", "fp8")
 COLORS = {"exact": "black", "bf16": "tab:blue", "fp8": "tab:orange", "mxfp4-ceil": "tab:green",
-          "mxfp4-floor": "tab:red", "mxfp4-mse": "tab:purple"}  # the same cache has the same colour in every plot
+          "mxfp4-floor": "tab:red", "mxfp4-mse": "tab:purple", "mxfp4-ceil idx-fp8": "lightgreen",
+          "mxfp4-floor idx-fp8": "salmon", "mxfp4-mse idx-fp8": "violet"}  # one cache, one colour in every plot
 
 
 def _cache_order(caches) -> list[str]:

@@ -59,7 +59,8 @@ BAD_VALUES = [
     (("eval", "accuracy"), "--long-tokens", "16384,x"), (("eval", "accuracy"), "--queries", "-2"),
     (("eval", "accuracy"), "--needle-depths", "0.5,1.5"), (("eval", "accuracy"), "--needle-strength", "inf"),
     (("eval", "accuracy"), "--topk", "x"), (("eval", "accuracy"), "--scale-modes", ""),
-    (("eval", "accuracy"), "--caches", "fp16"), (("eval", "accuracy"), "--seeds", "0,-1"),
+    (("eval", "accuracy"), "--caches", "fp16"),
+    (("eval", "accuracy"), "--index-k-dtypes", "fp4"), (("eval", "accuracy"), "--seeds", "0,-1"),
     (("eval", "accuracy"), "--device", "cuda:x"), (("eval", "accuracy"), "--backend", "TORCH"),
     (("eval", "accuracy"), "--out-dir", "FILE"), (("eval", "accuracy"), "--from-results", "MISSING"),
     (("eval", "gsm8k"), "--url", "localhost:30000"), (("eval", "gsm8k"), "--baseline-url", "http://h:99999"),
@@ -246,9 +247,30 @@ def test_serve_help_examples_parse(no_exec, capsys):
         argv = words if "--dry-run" in words else [words[0], "--dry-run", *words[1:]]
         assert cli.main(argv) == 0, example
         printed = shlex.split(capsys.readouterr().out)
-        assert printed[printed.index("serve") + 1:] == [w for w in words[1:] if w not in ("--dry-run", "--")] + \
-            ["--kv-cache-dtype", "mxfp4"], example
+        passed = [w for w in words[1:] if w not in ("--dry-run", "--")]
+        if "--index-k-dtype" in passed:  # the wrapper's flag: an environment variable in front, not an argument
+            at = passed.index("--index-k-dtype")
+            assert printed[0] == f"ATOM_MXFP4_INDEX_K_DTYPE={passed[at + 1]}", example
+            del passed[at:at + 2]
+        assert printed[printed.index("serve") + 1:] == passed + ["--kv-cache-dtype", "mxfp4"], example
     assert not no_exec
+
+
+@needs_serve
+@pytest.mark.parametrize("argv", [["--index-k-dtype", "fp8", "M", "--dry-run"],
+                                  ["--index-k-dtype=fp8", "--dry-run", "M"]])
+def test_serve_index_k_dtype_sets_the_environment(argv, no_exec, capsys, monkeypatch):
+    # set (not deleted): monkeypatch then restores the variable's absence after serve wrote into os.environ
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "mxfp4")
+    assert cli.main(["serve", *argv]) == 0
+    printed = shlex.split(capsys.readouterr().out)
+    assert printed[0] == "ATOM_MXFP4_INDEX_K_DTYPE=fp8" and printed[-4:] == ["serve", "M", "--kv-cache-dtype", "mxfp4"]
+    assert "--index-k-dtype" not in " ".join(printed)
+    with pytest.raises(AssertionError, match="os.execv called"):
+        cli.main(["serve", "--index-k-dtype", "fp8", "M"])
+    assert os.environ["ATOM_MXFP4_INDEX_K_DTYPE"] == "fp8"  # what sglang serve inherits
+    line = _refused(["serve", "--index-k-dtype", "fp4", "M"], capsys)
+    assert "argument --index-k-dtype: invalid choice: 'fp4' (choose from 'mxfp4', 'fp8')" in line, line
 
 
 @needs_serve

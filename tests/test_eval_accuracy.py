@@ -45,12 +45,12 @@ def test_study_writes_report_and_plots(study):
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
         assert f"]({name})" in md
     families = {r["family"] for r in results["rows"]}
-    assert families == {"gaussian", "heavy_tail", "sink", "needles", "long"}
+    assert families == {"gaussian", "heavy_tail", "sink", "needles", "long", "near_dup"}
 
 
 def test_codec_vs_layer_under_sparse_selection(study):
     _, results = study
-    for family in ("gaussian", "heavy_tail", "sink", "needles", "long"):
+    for family in ("gaussian", "heavy_tail", "sink", "needles", "long"):  # near_dup: its own test below
         exact = _by(results, family, "exact")
         assert exact["rel_l2"] == 0.0 and exact["topk_agreement"] == 1.0
         bf16 = _by(results, family, "bf16")
@@ -65,6 +65,23 @@ def test_codec_vs_layer_under_sparse_selection(study):
             assert layer["rel_l2"] > 5 * bf16["rel_l2"], (family, mode)
             # top-4 of 8-12 blocks: the 4-bit index-K flips some blocks, never most of them
             assert 0.5 <= layer["topk_agreement"] <= 1.0
+            # the fp8 index-K: the layer against the oracle whose index-K goes through the same fp8 codec
+            layer8 = _by(results, family, f"mxfp4-{mode} idx-fp8")
+            emulated8 = _by(results, family, f"mxfp4-{mode} idx-fp8 (emulated)")
+            assert abs(layer8["rel_l2"] - emulated8["rel_l2"]) <= 0.1 * emulated8["rel_l2"] + 0.01, (family, mode)
+            assert abs(layer8["topk_agreement"] - emulated8["topk_agreement"]) <= 0.1, (family, mode)
+            _by(results, family, f"mxfp4-{mode} idx-fp8-token (emulated)")  # the layout that lost is measured
+
+
+def test_near_dup_needles_are_found_by_the_exact_scorer(study):
+    """near_dup: near-tied blocks (so no bf16 bound on agreement), but the exact oracle finds every needle pair it
+    asks for, and the fp8 index-K keeps at least as many as the 4-bit one (a difference below the e2m1 grid)."""
+    _, results = study
+    exact = _by(results, "near_dup", "exact")
+    assert exact["needle_asked"] > 0 and exact["needle_hits"] == exact["needle_asked"]
+    for mode in MODES:
+        assert (_by(results, "near_dup", f"mxfp4-{mode} idx-fp8")["needle_kept"]
+                >= _by(results, "near_dup", f"mxfp4-{mode}")["needle_kept"]), mode
 
 
 def test_precision_ordering_when_every_block_is_kept():
@@ -110,7 +127,7 @@ def test_mode_summary_matches_rows(study):
 def test_pairwise_wins_count_cases(study):
     _, results = study
     modes, wins = accuracy_report.pairwise_wins(results, "sparse")
-    assert modes == [f"mxfp4-{m}" for m in sorted(MODES)]
+    assert modes == sorted([f"mxfp4-{m}" for m in MODES] + [f"mxfp4-{m} idx-fp8" for m in MODES])
     rel = {(r["family"], r["tokens"], r["cache"]): r["rel_l2"] for r in results["rows"] if r["layer"] == "sparse"}
     cases = {(f, n) for f, n, _ in rel}
     for a in modes:

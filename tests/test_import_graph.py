@@ -18,10 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"atom_mxfp4": ROOT / "atom_mxfp4", "atom_mxfp4.kernels": ROOT / "kernels",
             "atom_mxfp4.model_patches": ROOT / "model_patches", "atom_mxfp4.evals": ROOT / "evals"}
-GROUND = {"atom_mxfp4.layout", "atom_mxfp4.errors", "atom_mxfp4.registry", "atom_mxfp4.rope", "atom_mxfp4.format"}
+GROUND = {"atom_mxfp4.layout", "atom_mxfp4.errors", "atom_mxfp4.registry", "atom_mxfp4.rope", "atom_mxfp4.format",
+          "atom_mxfp4.index_k"}  # index_k: the fp8 index-K codec beside format's MXFP4 one
 GROUND_MAY_IMPORT = {  # within the package
     "atom_mxfp4.layout": set(), "atom_mxfp4.errors": set(), "atom_mxfp4.rope": set(),
     "atom_mxfp4.registry": {"atom_mxfp4.errors"}, "atom_mxfp4.format": {"atom_mxfp4.errors", "atom_mxfp4.layout"},
+    "atom_mxfp4.index_k": {"atom_mxfp4.errors", "atom_mxfp4.layout", "atom_mxfp4.format"},
 }
 KERNEL_THIRD_PARTY = {"torch", "triton", "numpy", "flydsl"}
 

@@ -257,3 +257,62 @@ def test_minimax_m3_geometry_per_rank():
     with pytest.raises(ValueError, match="index heads per rank .* must be = KV heads per rank \\(4\\), got 1"):
         check_model(PretrainedConfig(**dict(TINY_M3, num_attention_heads=64, num_key_value_heads=4,
                                             sparse_attention_config=dict(sparse, sparse_num_index_heads=1))))
+
+
+# ---- the index-K dtype (ATOM_MXFP4_INDEX_K_DTYPE) -------------------------------------------------------------
+@pytest.mark.parametrize("index_k_dtype, index_bytes", [(None, 68), ("mxfp4", 68), ("fp8", 132)])
+def test_cell_size_and_pool_follow_the_index_k_dtype(attn_tp, monkeypatch, index_k_dtype, index_bytes):
+    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+    from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
+
+    from atom_mxfp4.index_k import FP8IndexKCache
+    from atom_mxfp4.model_patches.sglang.options import INDEX_K_DTYPE_ENV
+    if index_k_dtype is None:
+        monkeypatch.delenv(INDEX_K_DTYPE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(INDEX_K_DTYPE_ENV, index_k_dtype)
+    nkv, layers, sparse, tokens = 2, 4, 3, 1000
+    want = 2 * nkv * layers * 68 + sparse * index_bytes  # 1292 (mxfp4 index-K) / 1484 (fp8)
+    kvc = fake_configurator(tiny_hf_config())
+    with attn_tp(1):
+        cell = DefaultPoolConfigurator._compute_cell_size(object.__new__(DefaultPoolConfigurator), kvc, layers)
+        pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(kvc, max_total_num_tokens=tokens)
+    assert cell == want
+    pages = tokens // 128 + 1
+    assert sum(pool.get_kv_size_bytes()) == cell * pages * 128  # the budget buys exactly the bytes allocated
+    assert all(r.shape == (pages, 1, index_bytes * 128) for r in pool.index_k_records.values())
+    index_cache = pool.layer_caches(1)[2]
+    assert isinstance(index_cache, FP8IndexKCache) == (index_k_dtype == "fp8")
+    assert pool.layer_caches(0)[2] is None  # the dense layer has no index-K
+
+
+def test_move_kv_cache_moves_fp8_index_k_tokens(attn_tp, monkeypatch):
+    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+
+    from atom_mxfp4.index_k import fp8_data_view, fp8_scale_view
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "fp8")
+    with attn_tp(1):
+        pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(fake_configurator(tiny_hf_config()),
+                                                                 max_total_num_tokens=512)
+    gen = torch.Generator().manual_seed(1)
+    for records in pool.all_records():
+        records.copy_(torch.randint(0, 256, records.shape, generator=gen, dtype=torch.uint8))
+    before = {i: r.clone() for i, r in pool.index_k_records.items()}
+    src, tgt = torch.tensor([130, 5, 300]), torch.tensor([400, 131, 6])
+    pool.move_kv_cache(tgt, src)
+    for i, new in pool.index_k_records.items():
+        old = before[i]
+        expected = old.clone()
+        for view in (fp8_data_view, fp8_scale_view):
+            view(expected)[tgt // 128, :, tgt % 128] = view(old)[src // 128, :, src % 128]
+        assert torch.equal(new, expected)
+        assert not torch.equal(new, old)
+
+
+def test_a_bad_index_k_dtype_is_refused_naming_the_variable(attn_tp, monkeypatch):
+    from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "int4")
+    with attn_tp(1), pytest.raises(ValueError, match=r"ATOM_MXFP4_INDEX_K_DTYPE \(the index-K cache dtype\) must be "
+                                   r"one of \['mxfp4', 'fp8'\], got 'int4'"):
+        DefaultPoolConfigurator._compute_cell_size(object.__new__(DefaultPoolConfigurator),
+                                                   fake_configurator(tiny_hf_config()), 4)

@@ -9,7 +9,9 @@ import torch
 
 from atom_mxfp4.layout import INIT_KEY, LOCAL_KEY, NO_BLOCK, PAGE_SIZE  # forced-block rank keys: above +inf's
 
-from .paged import read_pages
+from atom_mxfp4.index_k import IndexKDtype
+
+from .paged import read_fp8_pages, read_pages
 
 ROW_CHUNK = 1024  # rows scored at once (bounds the [rows, heads, tokens] score tensor)
 
@@ -44,15 +46,18 @@ def select_blocks(scores: torch.Tensor, own_block: torch.Tensor, topk: int, init
     return out
 
 
-def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks):
-    # idx_q [R, H, D]; index_k_cache [pages, 1, 8704]; block_table [B, max_blocks] i32; row_* [R] i32
+def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
+               index_k_dtype=IndexKDtype.MXFP4):
+    # idx_q [R, H, D]; index_k_cache [pages, 1, 8704] (mxfp4) or [pages, 1, 16896] (fp8); block_table [B, max_blocks]
+    # i32; row_* [R] i32
+    read = read_fp8_pages if IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8 else read_pages
     num_rows, num_heads, _ = idx_q.shape
     out = torch.full((num_heads, num_rows, topk), -1, dtype=torch.int32, device=idx_q.device)
     for request in torch.unique(row_request).tolist():
         rows = torch.nonzero(row_request == request).flatten()
         num_tokens = int(row_position[rows].max()) + 1
         num_blocks = -(-num_tokens // PAGE_SIZE)
-        keys = read_pages(index_k_cache, block_table[request, :num_blocks]).reshape(-1, idx_q.shape[-1])
+        keys = read(index_k_cache, block_table[request, :num_blocks]).reshape(-1, idx_q.shape[-1])
         for start in range(0, rows.numel(), ROW_CHUNK):
             chunk = rows[start : start + ROW_CHUNK]
             position = row_position[chunk].long()

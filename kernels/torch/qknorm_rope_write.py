@@ -9,6 +9,7 @@ import torch
 from atom_mxfp4.format import quantize_mxfp4
 from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, data_view, qkv_rows, scale_view
 from atom_mxfp4.rope import apply_rope_neox
+from atom_mxfp4.index_k import IndexKDtype, fp8_data_view, fp8_scale_view, quantize_fp8
 
 
 def qk_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -28,9 +29,19 @@ def write_tokens(records: torch.Tensor, slots: torch.Tensor, values: torch.Tenso
     scale_view(records)[page, :, offset] = scale
 
 
+def write_fp8_tokens(records: torch.Tensor, slots: torch.Tensor, values: torch.Tensor) -> None:
+    """fp8 index-K: quantize values [N, 1, D] (e4m3 + per-32 e8m0) into token slots [N] (all >= 0) of records
+    [pages, 1, 16896]."""
+    data, scale = quantize_fp8(values)
+    page, offset = slots // PAGE_SIZE, slots % PAGE_SIZE
+    fp8_data_view(records)[page, :, offset] = data
+    fp8_scale_view(records)[page, :, offset] = scale
+
+
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
                             cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache, *, num_q_heads,
-                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype):
+                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype,
+                            index_k_dtype=IndexKDtype.MXFP4):
     # qkv [T, W] bf16 = [q (nq*D) | k (nkv*D) | v (nkv*D) | idx_q (niq*D) | idx_k (D)]
     num_tokens = qkv.shape[0]
     nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
@@ -57,5 +68,8 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     if niq:
         idx_q = norm_rope(heads[:, rows.idx_q], idx_q_norm_weight).to(torch.bfloat16)
         idx_k = norm_rope(heads[:, rows.idx_k], idx_k_norm_weight)
-        write_tokens(index_k_cache, slots, idx_k[keep], scale_mode)
+        if IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8:
+            write_fp8_tokens(index_k_cache, slots, idx_k[keep])
+        else:
+            write_tokens(index_k_cache, slots, idx_k[keep], scale_mode)
     return q.to(q_dtype), idx_q

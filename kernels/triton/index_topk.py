@@ -11,6 +11,8 @@ never rounded to bf16). A NaN product sum counts as -inf (it never wins a block'
 2. ``_select_kernel`` grid (rows, niq): ``min(topk, own_block + 1)`` rounds (a run-time loop: compiles once for
    every topk) of one int64 max over (rank key << 32 | (max_blocks - block)), so a tie goes to the smaller block
    id; the chosen ids are written ascending by rank (prefix count), padding -1.
+Index-K dtype (``INDEX_FP8``): MXFP4 records (8704 B per page) or fp8 records (``_fp8.py``, 16896 B per page:
+e4m3 x e8m0 decoded exactly to fp32, then the same bf16 / fp32 dot as MXFP4).
 Sentinels: INIT_KEY / LOCAL_KEY forced ranks, -1 padding. Not checked at run time: block_table entries in range.
 """
 
@@ -22,8 +24,10 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
 
+from ._fp8 import load_fp8_tokens
 from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
 
 INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
@@ -36,7 +40,7 @@ def _score_kernel(
     idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
     BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr, DECODE: tl.constexpr,
-    Q_FP32: tl.constexpr,
+    Q_FP32: tl.constexpr, INDEX_FP8: tl.constexpr, INDEX_RECORD_BYTES: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -63,12 +67,18 @@ def _score_kernel(
                 key = tl.where(is_init, INIT_KEY, key)
             else:
                 page = tl.load(block_table_ptr + request * table_stride + blk).to(tl.int64)
-                record = index_k_ptr + page * RECORD_BYTES
+                record = index_k_ptr + page * INDEX_RECORD_BYTES
                 score = tl.full([BLOCK_H], float("-inf"), tl.float32)
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    if Q_FP32:  # fp32 dot of fp32 values (the decoded K is exact in fp32)
+                    if INDEX_FP8:  # e4m3 x 2**k: exact in fp32 and in bf16
+                        k = load_fp8_tokens(record, offset, visible, BLOCK_N)
+                        if Q_FP32:
+                            s = tl.dot(q, tl.trans(k), input_precision="ieee")
+                        else:
+                            s = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
+                    elif Q_FP32:  # fp32 dot of fp32 values (the decoded K is exact in fp32)
                         k = load_tokens(record, offset, visible, BLOCK_N, False, DECODE).to(tl.float32)
                         s = tl.dot(q, tl.trans(k), input_precision="ieee")
                     else:
@@ -143,8 +153,9 @@ def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device)
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
-               config=None):
-    # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8; block_table [B, max_blocks] i32; row_* [R] i32
+               index_k_dtype=IndexKDtype.MXFP4, config=None):
+    # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] (mxfp4) / [pages, 1, 16896] (fp8) u8;
+    # block_table [B, max_blocks] i32; row_* [R] i32
     # ---- validate (launch invariants)
     rows, heads, _ = idx_q.shape
     expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {int(BLOCK_H)}", heads)
@@ -155,8 +166,12 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     for name, tensor in (("idx_q", idx_q), ("block_table", block_table), ("row_request", row_request),
                          ("row_position", row_position)):
         expect_contiguous(tensor, name)  # read by pointer with unit strides (block_table rows by its row stride)
-    expect(index_k_cache.is_contiguous() and index_k_cache.shape[1:] == (1, int(RECORD_BYTES)), "index_k_cache",
-           f"contiguous [pages, 1, {int(RECORD_BYTES)}]", list(index_k_cache.shape))
+    index_dtype = IndexKDtype.parse(index_k_dtype)
+    width = index_dtype.record_bytes
+    expect(index_k_cache.dtype == torch.uint8 and index_k_cache.is_contiguous()
+           and index_k_cache.shape[1:] == (1, width), "index_k_cache",
+           f"contiguous uint8 [pages, 1, {width}] (index_k_dtype {index_dtype.value!r})",
+           f"{index_k_cache.dtype} {list(index_k_cache.shape)} strides {tuple(index_k_cache.stride())}")
     # ---- flatten
     max_blocks = block_table.shape[1]
     device = idx_q.device
@@ -177,8 +192,10 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache, block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DOT_SCALED=cfg.dot_scaled and mma_bf16() and not q_fp32,
+        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
+        DOT_SCALED=cfg.dot_scaled and mma_bf16() and not q_fp32 and index_dtype is IndexKDtype.MXFP4,
         DECODE=2 if cfg.asm and mma_bf16() else 1, Q_FP32=q_fp32,
+        INDEX_FP8=index_dtype is IndexKDtype.FP8, INDEX_RECORD_BYTES=width,
         num_warps=cfg.score_warps,
     )
     _select_kernel[(rows, heads)](

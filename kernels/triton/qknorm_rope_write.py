@@ -8,6 +8,8 @@ fp64 sum of squares, ``tl.sqrt_rn`` / ``tl.div_rn``, fp32 products rounded one b
 Sentinel: ``slot_mapping[t] == -1`` skips the cache write of token t (q / idx_q are still written).
 Layout: qkv rows may be strided (elements contiguous); positions, slot_mapping, cos_sin_cache and the weights must be
 contiguous (the launcher refuses others, even under check=False).
+Index-K dtype (``INDEX_FP8``): MXFP4 records (as K / V) or fp8 records (``_fp8.py``: 128 e4m3 + 4 e8m0 bytes per
+token, 16896 B per page); the launcher checks the record width of the dtype it is given.
 Not checked at run time: slots and positions in range, distinct slots (``atom_mxfp4.ops`` checks with check=True).
 """
 
@@ -20,9 +22,11 @@ import triton.language as tl
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.format import ScaleMode
 from atom_mxfp4.layout import qkv_rows
+from atom_mxfp4.index_k import IndexKDtype
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
     quantize_pair, to_output
+from ._fp8 import store_fp8_token
 
 
 @triton.jit
@@ -86,7 +90,7 @@ def _qknorm_rope_write_kernel(
     qkv_row_stride, kv_page_stride, ik_page_stride, eps,
     NUM_Q: tl.constexpr, NUM_IQ: tl.constexpr,
     K_START: tl.constexpr, V_START: tl.constexpr, IQ_START: tl.constexpr, IK_START: tl.constexpr,
-    ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr,
+    ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr, INDEX_FP8: tl.constexpr,
 ):
     token = tl.program_id(0).to(tl.int64)
     row = tl.program_id(1)  # head row inside the fused projection
@@ -118,7 +122,11 @@ def _qknorm_rope_write_kernel(
     else:  # idx_k -> index-K cache (one head)
         y_even, y_odd = _load_pair(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, d_even, True, ROTARY_DIM)
         if slot >= 0:
-            _store_cache(ik_cache_ptr, ik_page_stride, row - IK_START, slot, y_even, y_odd, SCALE_MODE)
+            if INDEX_FP8:  # one head: the record of page slot // 128
+                record = ik_cache_ptr + (slot // PAGE_SIZE) * ik_page_stride
+                store_fp8_token(record, slot % PAGE_SIZE, y_even, y_odd)
+            else:
+                _store_cache(ik_cache_ptr, ik_page_stride, row - IK_START, slot, y_even, y_odd, SCALE_MODE)
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,8 @@ def write_config(num_tokens: int) -> WriteConfig:
 
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
                             cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache, *, num_q_heads,
-                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype, config=None):
+                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype,
+                            index_k_dtype=IndexKDtype.MXFP4, config=None):
     # ---- validate (kernel invariants the launch relies on; user input was checked by atom_mxfp4.ops)
     expect(qkv.stride(-1) == 1, "qkv.stride(-1)", "1", qkv.stride(-1))  # rows may be strided (qkv_row_stride)
     for name, tensor in (("positions", positions), ("slot_mapping", slot_mapping), ("cos_sin_cache", cos_sin_cache),
@@ -142,11 +151,14 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
             if num_index_heads else ()):
         expect_contiguous(tensor, name)  # read by pointer with unit stride
     expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= int(HEAD_DIM), "rotary_dim", f"even in [2, {int(HEAD_DIM)}]", rotary_dim)
-    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache), ("index_k_cache", index_k_cache)):
+    index_dtype = IndexKDtype.parse(index_k_dtype)
+    for name, cache, width in (("k_cache", k_cache, int(RECORD_BYTES)), ("v_cache", v_cache, int(RECORD_BYTES)),
+                               ("index_k_cache", index_k_cache, index_dtype.record_bytes)):
         if cache is not None:
-            expect(cache.dtype == torch.uint8 and cache.dim() == 3 and cache.stride(1) == int(RECORD_BYTES)
-                   and cache.stride(2) == 1, f"{name} layout", f"uint8 [pages, heads, {int(RECORD_BYTES)}] records",
-                   f"{cache.dtype} {list(cache.shape)} strides {tuple(cache.stride())}")
+            expect(cache.dtype == torch.uint8 and cache.dim() == 3 and cache.shape[2] == width
+                   and cache.stride(1) == width and cache.stride(2) == 1, f"{name} layout",
+                   f"uint8 [pages, heads, {width}] records", f"{cache.dtype} {list(cache.shape)} strides "
+                   f"{tuple(cache.stride())}")
     # ---- flatten
     nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
     tokens = qkv.shape[0]
@@ -172,6 +184,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
         qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
         NUM_Q=nq, NUM_IQ=niq, K_START=rows.k.start, V_START=rows.v.start, IQ_START=rows.idx_q.start,
         IK_START=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
+        INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8,
         num_warps=cfg.num_warps, enable_fp_fusion=False,
     )
     return q_out, iq_out

@@ -67,7 +67,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                "kernel_backend" if kernel_backend else KERNEL_BACKEND_ENV, f"unset or one of {list(BACKENDS)}",
                repr(self.kernel_backend))
         self.max_pages = pages_for(self.req_to_token.shape[1])
-        self.configs = {sparse: self.geometry.layer_config(sparse) for sparse in (False, True)}
+        # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
+        self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype)
+                        for sparse in (False, True)}
         self.layers: dict[int, SparseMXFP4Attention] = {}
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None

@@ -5,7 +5,11 @@ wrapper only adds ``--kv-cache-dtype mxfp4`` and passes every other argument thr
 (one line, exit 1) where SGLang would not run the plugin or ATOM would own the model: ``SGLANG_PLUGINS`` set without
 ``atom_mxfp4``, ``SGLANG_EXTERNAL_MODEL_PACKAGE`` naming ATOM's package (coexist.py).
 
-The wrapper's own flags (``--dry-run``, ``-h``) come first; the first other argument (or what follows ``--``)
+``--index-k-dtype mxfp4|fp8`` sets ``ATOM_MXFP4_INDEX_K_DTYPE`` for the server (the index-K cache dtype of sparse
+layers; options.py); ``--dry-run`` shows it in front of the command.
+
+The wrapper's own flags (``--dry-run``, ``--index-k-dtype D``, ``-h``) come first; the first other argument (or what
+follows ``--``)
 starts the SGLang arguments. ``--dry-run`` is the wrapper's wherever it stands (``sglang serve`` has no such flag),
 so a line holding it never starts SGLang.
 """
@@ -20,16 +24,20 @@ import sys
 from atom_mxfp4.commands import HelpFormatter, command
 from atom_mxfp4.errors import expect
 
-from . import coexist
+from atom_mxfp4.index_k import IndexKDtype
+
+from . import coexist, options
 from .geometry import KV_CACHE_DTYPE
 
 SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
 DRY_RUN = "--dry-run"
+INDEX_K = "--index-k-dtype"
 HELP = ("-h", "--help")
 EXAMPLES = (  # shown by --help; tests/test_cli.py parses each one
     "atom-mxfp4 serve MiniMaxAI/MiniMax-M3 --tp 4",
     "atom-mxfp4 serve --model-path MiniMaxAI/MiniMax-M3 --tp 4",
     "atom-mxfp4 serve --dry-run -- --model-path MiniMaxAI/MiniMax-M3 --tp 4",
+    "atom-mxfp4 serve --index-k-dtype fp8 MiniMaxAI/MiniMax-M3 --tp 4",
 )
 
 
@@ -41,8 +49,10 @@ def rewrite_argv(tokens: list[str]) -> list[str]:
     """
     tokens = list(tokens)
     wrapper = []
-    while tokens and tokens[0] in (DRY_RUN, *HELP):
+    while tokens and (tokens[0] in (DRY_RUN, INDEX_K, *HELP) or tokens[0].startswith(INDEX_K + "=")):
         wrapper.append(tokens.pop(0))
+        if wrapper[-1] == INDEX_K and tokens:  # its value
+            wrapper.append(tokens.pop(0))
     if tokens[:1] == ["--"]:
         tokens.pop(0)
     if DRY_RUN in tokens:
@@ -85,9 +95,11 @@ def run(args) -> int:
     command_line = sglang_command(_passthrough(args))
     coexist.check_plugin_loaded(os.environ)  # inside SGLang nothing of ours would run to say so
     coexist.check_external_package(os.environ)
+    env = {} if args.index_k_dtype is None else {options.INDEX_K_DTYPE_ENV: args.index_k_dtype}
     if args.dry_run:
-        print(shlex.join(command_line))
+        print(shlex.join([f"{k}={v}" for k, v in env.items()] + command_line))
         return 0
+    os.environ.update(env)  # inherited by sglang serve and its scheduler processes
     os.execv(command_line[0], command_line)  # replaces this process: signals and exit status are SGLang's
     return 0  # not reached
 
@@ -99,6 +111,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter)
     parser.add_argument(DRY_RUN, action="store_true",
                         help="print the sglang command instead of running it (default: run it)")
+    parser.add_argument(INDEX_K, choices=[m.value for m in IndexKDtype], default=None,
+                        help="the index-K cache dtype of sparse layers: sets "
+                        f"{options.INDEX_K_DTYPE_ENV} for the server "
+                        "(default: leave it as it is; unset means mxfp4). fp8 costs 132 B per token and sparse layer "
+                        "instead of 68 and keeps more of the exact top-k (docs/accuracy.md)")
     parser.add_argument("sglang_args", nargs=argparse.REMAINDER, metavar="SGLANG_ARGS",
                         help="arguments passed to sglang serve unchanged, --kv-cache-dtype mxfp4 added "
                         "(a model path first, or --model-path M; anything else sglang serve takes)")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from . import coexist
+from . import coexist, options
 from .checkpoint import HF_QUANT, declaration, is_quark_mxfp4_spec, quant_section, read_json, resolve_kv_dtype
 from .geometry import BACKEND_NAME, KV_CACHE_DTYPE, check_model, check_server_settings, layer_ids
 from .targets import (MODEL_REGISTRY, T_ADD_CLI_ARGS, T_ATTENTION_FORWARD, T_BACKEND_WRAPPER,  # noqa: F401
@@ -56,13 +56,15 @@ def _kv_heads(kvc) -> int:
 
 
 def compute_cell_size(original, self, kvc, num_layers):
-    """AROUND ``DefaultPoolConfigurator._compute_cell_size``: the true MXFP4 bytes per token (pool.bytes_per_token),
-    so ``--mem-fraction-static`` buys ``512 / 136`` = 3.76x the tokens of a bf16 main K/V."""
+    """AROUND ``DefaultPoolConfigurator._compute_cell_size``: the true MXFP4 bytes per token (pool.bytes_per_token,
+    with the index-K dtype of ``ATOM_MXFP4_INDEX_K_DTYPE``), so ``--mem-fraction-static`` buys ``512 / 136`` = 3.76x
+    the tokens of a bf16 main K/V."""
     if not _is_mxfp4(kvc):
         return original(self, kvc, num_layers)
     from .pool import bytes_per_token
     dense, sparse = _local_layers(kvc)
-    return bytes_per_token(kv_heads=_kv_heads(kvc), num_layers=len(dense) + len(sparse), num_sparse_layers=len(sparse))
+    return bytes_per_token(kv_heads=_kv_heads(kvc), num_layers=len(dense) + len(sparse), num_sparse_layers=len(sparse),
+                           index_k_dtype=options.index_k_dtype(os.environ))
 
 
 def build_minimax_pool(original, self, *, max_total_num_tokens):
@@ -73,7 +75,8 @@ def build_minimax_pool(original, self, *, max_total_num_tokens):
     dense, sparse = _local_layers(self)
     return MXFP4MiniMaxKVPool(size=max_total_num_tokens, page_size=self.page_size, head_num=_kv_heads(self),
                               dense_layer_ids=dense, sparse_layer_ids=sparse, device=self.device,
-                              start_layer=self.layer_info.start_layer, end_layer=self.layer_info.end_layer)
+                              start_layer=self.layer_info.start_layer, end_layer=self.layer_info.end_layer,
+                              index_k_dtype=options.index_k_dtype(os.environ))
 
 
 def attention_forward(original, self, positions, hidden_states, forward_batch):
@@ -175,13 +178,14 @@ def model_override(server_args, hf_config) -> dict:
         return {}
     try:
         _check_start_up(server_args, cfg, hf_config)
+        index_k_dtype = options.index_k_dtype(os.environ)  # a bad value is refused here, before any pool exists
     except ValueError as error:
         if not choice.from_checkpoint:
             raise
         raise type(error)(f"{choice.source} declares an MXFP4 KV cache, so --kv-cache-dtype auto resolves to mxfp4 "
                           f"(pass another --kv-cache-dtype to serve without it): {error}") from None
-    logger.info("atom_mxfp4: KV cache dtype mxfp4 (from %s), attention backend %s, page size 128", choice.source,
-                BACKEND_NAME)
+    logger.info("atom_mxfp4: KV cache dtype mxfp4 (from %s), index-K %s (%s), attention backend %s, page size 128",
+                choice.source, index_k_dtype.value, options.INDEX_K_DTYPE_ENV, BACKEND_NAME)
     declared = {"attention_backend": BACKEND_NAME, "page_size": 128}
     return {**declared, "kv_cache_dtype": KV_CACHE_DTYPE} if choice.from_checkpoint else declared
 

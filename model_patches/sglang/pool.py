@@ -1,9 +1,11 @@
 """The MXFP4 token-to-KV pool of a MiniMax-M3 sparse model (DESIGN §4), as an SGLang ``KVCache``.
 
 Per model layer on this rank: K and V records ``[pages, kv_heads, 8704]`` uint8; per sparse layer also the index-K
-records ``[pages, 1, 8704]``. ``pages = size // 128 + 1``: SGLang's slot ids run over ``[0, size + page_size)``, page 0
+records of ``index_k_dtype``: MXFP4 ``[pages, 1, 8704]`` or fp8 ``[pages, 1, 16896]`` (atom_mxfp4.index_k).
+``pages = size // 128 + 1``: SGLang's slot ids run over ``[0, size + page_size)``, page 0
 is its padding page (padded CUDA-graph rows write slot 0). Token slot = ``page * 128 + offset``.
-True bytes per token: ``(2 * kv_heads * layers + sparse_layers) * 8704 / 128`` = 68 bytes per head-token record.
+True bytes per token: ``2 * kv_heads * layers * 68 + sparse_layers * (68 | 132)`` (68 B per MXFP4 head-token
+record, 132 B per fp8 index-K token).
 Writes happen inside ``atom_mxfp4.ops.fused_qknorm_rope_write`` (the backend calls it), never through
 ``set_kv_buffer``.
 """
@@ -18,18 +20,23 @@ from sglang.srt.mem_cache.memory_pool import GPU_MEMORY_TYPE_KV_CACHE, KVCache
 from atom_mxfp4.cache import MXFP4PageCache
 from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES, TOKEN_BYTES, data_view, scale_view
 from atom_mxfp4.errors import expect
+from atom_mxfp4.index_k import DEFAULT_INDEX_K_DTYPE, FP8IndexKCache, IndexKDtype, fp8_data_view, fp8_scale_view
 
 RECORD_BYTES_PER_TOKEN = TOKEN_BYTES  # 68: one head-token of K, V or index-K
 
 
-def bytes_per_token(*, kv_heads: int, num_layers: int, num_sparse_layers: int) -> int:
-    """True cache bytes per token of this rank: K + V of every layer, index-K (one head) of sparse layers."""
-    return (2 * kv_heads * num_layers + num_sparse_layers) * RECORD_BYTES_PER_TOKEN
+def bytes_per_token(*, kv_heads: int, num_layers: int, num_sparse_layers: int,
+                    index_k_dtype: IndexKDtype | str = DEFAULT_INDEX_K_DTYPE) -> int:
+    """True cache bytes per token of this rank: K + V of every layer (68 B per head), index-K (one head) of sparse
+    layers (68 B as MXFP4, 132 B as fp8)."""
+    index_bytes = IndexKDtype.parse(index_k_dtype).bytes_per_token
+    return 2 * kv_heads * num_layers * RECORD_BYTES_PER_TOKEN + num_sparse_layers * index_bytes
 
 
 class MXFP4MiniMaxKVPool(KVCache):
     def __init__(self, size: int, page_size: int, head_num: int, dense_layer_ids, sparse_layer_ids, device,
-                 start_layer: int, end_layer: int, enable_memory_saver: bool = False):
+                 start_layer: int, end_layer: int, enable_memory_saver: bool = False,
+                 index_k_dtype: IndexKDtype | str = DEFAULT_INDEX_K_DTYPE):
         expect(page_size == PAGE_SIZE, "page_size", str(PAGE_SIZE), page_size)
         layers = sorted(i for i in list(dense_layer_ids) + list(sparse_layer_ids) if start_layer <= i < end_layer)
         super().__init__(size, page_size, torch.uint8, len(layers), device, enable_memory_saver, start_layer,
@@ -38,22 +45,25 @@ class MXFP4MiniMaxKVPool(KVCache):
         self.num_pages = size // page_size + 1
         self.layer_ids = tuple(layers)
         self.sparse_layer_ids = tuple(i for i in layers if i in set(sparse_layer_ids))
+        self.index_k_dtype = IndexKDtype.parse(index_k_dtype)
         with self.memory_saver_adapter.region(GPU_MEMORY_TYPE_KV_CACHE), (
                 torch.cuda.use_mem_pool(self.custom_mem_pool) if self.enable_custom_mem_pool else nullcontext()):
-            def records(heads):  # [pages, heads, 8704] uint8, zero-filled
-                return torch.zeros(self.num_pages, heads, RECORD_BYTES, dtype=torch.uint8, device=device)
+            def records(heads, width=RECORD_BYTES):  # [pages, heads, width] uint8, zero-filled
+                return torch.zeros(self.num_pages, heads, width, dtype=torch.uint8, device=device)
             self.k_records = {i: records(head_num) for i in layers}
             self.v_records = {i: records(head_num) for i in layers}
-            self.index_k_records = {i: records(1) for i in self.sparse_layer_ids}
+            self.index_k_records = {i: records(1, self.index_k_dtype.record_bytes) for i in self.sparse_layer_ids}
         self._finalize_allocation_log(size)
 
     # ---- what the backend reads ----
     def layer_caches(self, layer_id: int):
-        """(K, V, index-K or None) as ``MXFP4PageCache`` views of this layer's records (no copies)."""
+        """(K, V, index-K or None) as cache views of this layer's records (no copies): ``MXFP4PageCache``, and
+        ``FP8IndexKCache`` for an fp8 index-K."""
         self._wait(layer_id)
         idx = self.index_k_records.get(layer_id)
+        index_cache = FP8IndexKCache if self.index_k_dtype is IndexKDtype.FP8 else MXFP4PageCache
         return (MXFP4PageCache(records=self.k_records[layer_id]), MXFP4PageCache(records=self.v_records[layer_id]),
-                None if idx is None else MXFP4PageCache(records=idx))
+                None if idx is None else index_cache(records=idx))
 
     def _wait(self, layer_id: int) -> None:
         if self.layer_transfer_counter is not None:
@@ -96,13 +106,17 @@ class MXFP4MiniMaxKVPool(KVCache):
     @torch.no_grad()
     def move_kv_cache(self, tgt_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
         """Copy tokens ``src_loc[i] -> tgt_loc[i]`` (slot ids) in every K, V and index-K cache: 64 data bytes and
-        4 scale bytes per head-token. Used by SGLang's slot-move paths (speculative accept, compaction)."""
+        4 scale bytes per MXFP4 head-token, 128 + 4 per fp8 index-K token. Used by SGLang's slot-move paths
+        (speculative accept, compaction)."""
         expect(tgt_loc.shape == src_loc.shape, "tgt_loc.shape", f"equal to src_loc.shape {list(src_loc.shape)}",
                list(tgt_loc.shape))
         if tgt_loc.numel() == 0:
             return
         tgt, src = tgt_loc.long(), src_loc.long()
         tp, to, sp, so = tgt // PAGE_SIZE, tgt % PAGE_SIZE, src // PAGE_SIZE, src % PAGE_SIZE
+        fp8_index = self.index_k_dtype is IndexKDtype.FP8
         for records in self.all_records():
-            for view in (data_view(records), scale_view(records)):  # [pages, heads, 128, bytes]
+            views = ((fp8_data_view, fp8_scale_view) if fp8_index and records.shape[2] != RECORD_BYTES
+                     else (data_view, scale_view))
+            for view in (views[0](records), views[1](records)):  # [pages, heads, 128, bytes]
                 view[tp, :, to] = view[sp, :, so]

@@ -1,0 +1,81 @@
+"""fp8 index-K device helpers (atom_mxfp4.index_k made exact): e4m3 elements, one e8m0 scale per 32.
+
+Record of one page (one head): ``[128 tokens x 128 B e4m3][128 tokens x 4 B e8m0]`` = 16896 B; element ``d`` of a
+token is byte ``d``, its scale is byte ``d // 32``. Encode and decode work on bits (no fp8 conversion instruction),
+so the interpreter, NVIDIA and AMD give the same bytes as ``atom_mxfp4.index_k.quantize_fp8``.
+"""
+
+import triton
+import triton.language as tl
+
+from atom_mxfp4 import layout
+
+from ._mxfp4 import HEAD_DIM, _pow2_f64, e8m0_value
+
+FP8_DATA_BYTES = tl.constexpr(layout.FP8_DATA_BYTES)  # 128 e4m3 bytes per token
+FP8_SCALE_BYTES = tl.constexpr(layout.FP8_SCALE_BYTES)  # 4 e8m0 bytes per token
+FP8_SCALE_OFFSET = tl.constexpr(layout.FP8_SCALE_OFFSET)  # 16384: where the scale bytes of a record start
+FP8_RECORD_BYTES = tl.constexpr(layout.FP8_RECORD_BYTES)  # 16896
+
+
+@triton.jit
+def e4m3_code(v):
+    """fp32 v with |v| <= 448 or +-Inf or NaN -> e4m3 byte int32: nearest, ties to even; Inf -> +-448; NaN and
+    magnitude 0 -> 0 (never -0)."""
+    a = tl.abs(v)
+    bits = a.to(tl.int32, bitcast=True)
+    normal = ((bits + (0x7FFFF + ((bits >> 20) & 1))) >> 20) - (120 << 3)  # a >= 2**-6: rebias 127 -> 7
+    subnormal = ((a * 512.0 + 8388608.0) - 8388608.0).to(tl.int32)  # a < 2**-6: round(a / 2**-9), 0..8
+    code = tl.where(a >= 0.015625, normal, subnormal)
+    code = tl.minimum(code, 0x7E)  # saturate at 448 (Inf included)
+    code = tl.where(a != a, 0, code)  # NaN -> 0
+    sign = (v.to(tl.int32, bitcast=True) >> 24) & 0x80
+    return tl.where(code == 0, 0, code | sign)
+
+
+@triton.jit
+def e4m3_value(byte):
+    """e4m3 bytes (any int tensor, 0..255) -> fp32 values, exactly; 0x7F / 0xFF -> NaN (never written)."""
+    b = byte.to(tl.int32)
+    exp = (b >> 3) & 0xF
+    man = b & 7
+    normal = ((exp + 120) << 23 | (man << 20)).to(tl.float32, bitcast=True)
+    subnormal = man.to(tl.float32) * 0.001953125  # man * 2**-9, exact
+    value = tl.where(exp == 0, subnormal, normal)
+    value = tl.where((b & 0x7F) == 0x7F, float("nan"), value)
+    return tl.where((b & 0x80) != 0, -value, value)
+
+
+@triton.jit
+def store_fp8_token(record_ptr, offset, x_even, x_odd):
+    """One token row as (even, odd) fp32 [4, 16] (row = 32-block, column = pair) -> 128 e4m3 bytes + 4 e8m0 bytes at
+    token ``offset`` of the record at ``record_ptr``. Scale: ``e = E - 8 + (M > 0x600000)`` of amax (finite values),
+    clamped to [1, 254]; elements ``x * 2**(127 - e)`` (fp64, exact) then e4m3."""
+    a_even = tl.abs(x_even)
+    a_odd = tl.abs(x_odd)
+    a_even = tl.where(a_even < float("inf"), a_even, 0.0)
+    a_odd = tl.where(a_odd < float("inf"), a_odd, 0.0)
+    amax = tl.max(tl.maximum(a_even, a_odd), axis=1)  # [4]
+    bits = amax.to(tl.int32, bitcast=True)
+    e = ((bits >> 23) & 0xFF) - 8 + ((bits & 0x7FFFFF) > 0x600000).to(tl.int32)
+    e = tl.minimum(tl.maximum(e, 1), 254)
+    inv = _pow2_f64(127 - e)[:, None]
+    code_even = e4m3_code((x_even.to(tl.float64) * inv).to(tl.float32))
+    code_odd = e4m3_code((x_odd.to(tl.float64) * inv).to(tl.float32))
+    block = tl.arange(0, 4)
+    pair = tl.arange(0, 16)
+    d_even = block[:, None] * 32 + pair[None, :] * 2
+    base = record_ptr + offset * FP8_DATA_BYTES
+    tl.store(base + d_even, code_even.to(tl.uint8))
+    tl.store(base + d_even + 1, code_odd.to(tl.uint8))
+    tl.store(record_ptr + FP8_SCALE_OFFSET + offset * FP8_SCALE_BYTES + block, e.to(tl.uint8))
+
+
+@triton.jit
+def load_fp8_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr):
+    """BLOCK_N tokens of one fp8 record -> values [BLOCK_N, 128] fp32 (exact; 0 where ~mask, bytes never read)."""
+    dim = tl.arange(0, HEAD_DIM)
+    data = tl.load(record_ptr + token[:, None] * FP8_DATA_BYTES + dim[None, :], mask=mask[:, None], other=0)
+    scale = tl.load(record_ptr + FP8_SCALE_OFFSET + token[:, None] * FP8_SCALE_BYTES + dim[None, :] // 32,
+                    mask=mask[:, None], other=0)
+    return e4m3_value(data) * e8m0_value(scale)
