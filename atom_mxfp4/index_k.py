@@ -96,33 +96,6 @@ def dequantize_fp8(data: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype =
     return (values * _e8m0_to_float(scale).unsqueeze(-1)).reshape(data.shape).to(dtype)
 
 
-# ---- records ----------------------------------------------------------------------------------------------------
-def index_records(cache, dtype: "IndexKDtype | str", name: str = "index_k_cache") -> torch.Tensor:
-    """Accept an index-K cache object (``MXFP4PageCache`` / ``FP8IndexKCache``) or its records tensor; check the
-    record layout of ``dtype`` (``[pages, 1, record_bytes]`` uint8, dense) and a cache object's own dtype."""
-    from .cache import MXFP4PageCache, as_records
-
-    dtype = IndexKDtype.parse(dtype)
-    if isinstance(cache, (MXFP4PageCache, FP8IndexKCache)):
-        own = IndexKDtype.FP8 if isinstance(cache, FP8IndexKCache) else IndexKDtype.MXFP4
-        expect(own is dtype, f"{name} (a {type(cache).__name__})", f"an index-K cache of index_k_dtype "
-               f"{dtype.value!r}", f"one of {own.value!r}")
-        records = cache.records
-    else:
-        records = cache
-    if dtype is IndexKDtype.MXFP4:
-        return as_records(records, name)
-    expect(isinstance(records, torch.Tensor), name, "an FP8IndexKCache or a uint8 tensor", type(records).__name__,
-           TypeError)
-    expect_dtype(records, name, (torch.uint8,))
-    width = FP8_RECORD_BYTES
-    expect(records.dim() == 3 and records.shape[2] == width, f"{name}.shape",
-           f"[pages, heads, {width}] (index_k_dtype 'fp8')", list(records.shape))
-    expect(records.stride(2) == 1 and records.stride(1) == width and records.stride(0) == width * records.shape[1],
-           f"{name}.stride()", f"({width * records.shape[1]}, {width}, 1) (dense records)", tuple(records.stride()))
-    return records
-
-
 def fp8_data_view(records: torch.Tensor) -> torch.Tensor:
     """records [pages, heads, 16896] -> data [pages, heads, 128, 128] uint8 e4m3 (a view)."""
     pages, heads, _ = records.shape
@@ -136,54 +109,3 @@ def fp8_scale_view(records: torch.Tensor) -> torch.Tensor:
     return records.as_strided((pages, heads, PAGE_SIZE, FP8_SCALE_BYTES),
                               (heads * FP8_RECORD_BYTES, FP8_RECORD_BYTES, FP8_SCALE_BYTES, 1),
                               records.storage_offset() + PAGE_SIZE * FP8_DATA_BYTES)
-
-
-class FP8IndexKCache:
-    """Zero-filled fp8 index-K records ``[pages, 1, 16896]`` uint8 of one sparse layer (views: ``data [pages, 1,
-    128, 128]`` e4m3, ``scale [pages, 1, 128, 4]`` e8m0; page stride 16896 B)."""
-
-    dtype = IndexKDtype.FP8
-
-    def __init__(self, num_pages: int | None = None, device: torch.device | str = "cpu",
-                 records: torch.Tensor | None = None):
-        if records is None:
-            expect(isinstance(num_pages, int) and not isinstance(num_pages, bool) and num_pages > 0, "num_pages",
-                   "a positive int", repr(num_pages))
-            records = torch.zeros(num_pages, 1, FP8_RECORD_BYTES, dtype=torch.uint8, device=device)
-        self.records = index_records(records, IndexKDtype.FP8, "records")
-        expect(self.records.shape[1] == 1, "records heads", "1 (one shared index-K head)", self.records.shape[1])
-
-    @property
-    def num_pages(self) -> int:
-        return self.records.shape[0]
-
-    @property
-    def num_heads(self) -> int:
-        return 1
-
-    @property
-    def device(self) -> torch.device:
-        return self.records.device
-
-    @property
-    def data(self) -> torch.Tensor:
-        return fp8_data_view(self.records)
-
-    @property
-    def scale(self) -> torch.Tensor:
-        return fp8_scale_view(self.records)
-
-    @property
-    def nbytes(self) -> int:
-        return self.records.numel()
-
-    def __repr__(self) -> str:
-        return f"FP8IndexKCache(pages={self.num_pages}, device={self.device}, {self.nbytes / 2**20:.1f} MiB)"
-
-
-def allocate_index_k(dtype: "IndexKDtype | str", num_pages: int, device="cpu"):
-    """A zero-filled index-K cache of ``dtype``: ``MXFP4PageCache(num_pages, 1)`` or ``FP8IndexKCache(num_pages)``."""
-    from .cache import MXFP4PageCache
-
-    dtype = IndexKDtype.parse(dtype)
-    return MXFP4PageCache(num_pages, 1, device) if dtype is IndexKDtype.MXFP4 else FP8IndexKCache(num_pages, device)

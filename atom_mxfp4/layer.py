@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import torch
 
 from . import ops
-from .cache import MXFP4PageCache, as_records
+from .cache import FP8IndexKCache, MXFP4PageCache, allocate_index_k, as_records, index_records
 from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
+from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layout import HEAD_DIM, MAX_GROUP, PAGE_SIZE, qkv_width
 from .rope import rope_cos_sin
-from .index_k import DEFAULT_INDEX_K_DTYPE, FP8IndexKCache, IndexKDtype, allocate_index_k, index_records
 
 MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
 

@@ -13,11 +13,11 @@ import math
 import torch
 
 from .backends import resolve_backend
-from .cache import as_records
+from .cache import as_records, index_records
 from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
                      expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
-from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype, index_records
+from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layout import (HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK,  # noqa: F401
                      MAX_TOPK, NO_BLOCK, NO_SLOT, PAGE_SIZE, qkv_width)
 

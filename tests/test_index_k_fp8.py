@@ -17,9 +17,8 @@ import _helpers as H  # noqa: E402
 import test_ops_write as W  # noqa: E402
 
 from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
-from atom_mxfp4.index_k import (FP8_RECORD_BYTES, FP8IndexKCache, IndexKDtype, dequantize_fp8,  # noqa: E402
-                                quantize_fp8)
+from atom_mxfp4.cache import FP8IndexKCache, MXFP4PageCache  # noqa: E402
+from atom_mxfp4.index_k import FP8_RECORD_BYTES, IndexKDtype, dequantize_fp8, quantize_fp8  # noqa: E402
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
 
 BACKENDS = ["torch", "triton"]

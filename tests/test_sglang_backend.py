@@ -139,7 +139,8 @@ def test_prefill_chunked_prefix_then_decode_match_the_oracle(setup):
 def test_fp8_index_k_pool_prefill_then_decode_match_the_oracle():
     """A pool built with index_k_dtype fp8 (what ATOM_MXFP4_INDEX_K_DTYPE=fp8 asks for): the backend's layers take
     the pool's dtype and the output matches the oracle whose index-K goes through the fp8 codec."""
-    from atom_mxfp4.index_k import FP8IndexKCache, IndexKDtype, dequantize_fp8, quantize_fp8
+    from atom_mxfp4.cache import FP8IndexKCache
+    from atom_mxfp4.index_k import IndexKDtype, dequantize_fp8, quantize_fp8
     backend, req_to_token = make_setup("fp8")
     assert backend.configs[True].index_k_dtype is IndexKDtype.FP8
     assert isinstance(backend.pool.layer_caches(1)[2], FP8IndexKCache)

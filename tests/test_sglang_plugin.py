@@ -265,7 +265,7 @@ def test_cell_size_and_pool_follow_the_index_k_dtype(attn_tp, monkeypatch, index
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
 
-    from atom_mxfp4.index_k import FP8IndexKCache
+    from atom_mxfp4.cache import FP8IndexKCache
     from atom_mxfp4.model_patches.sglang.options import INDEX_K_DTYPE_ENV
     if index_k_dtype is None:
         monkeypatch.delenv(INDEX_K_DTYPE_ENV, raising=False)

@@ -20,7 +20,8 @@ from sglang.srt.mem_cache.memory_pool import GPU_MEMORY_TYPE_KV_CACHE, KVCache
 from atom_mxfp4.cache import MXFP4PageCache
 from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES, TOKEN_BYTES, data_view, scale_view
 from atom_mxfp4.errors import expect
-from atom_mxfp4.index_k import DEFAULT_INDEX_K_DTYPE, FP8IndexKCache, IndexKDtype, fp8_data_view, fp8_scale_view
+from atom_mxfp4.cache import FP8IndexKCache
+from atom_mxfp4.index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype, fp8_data_view, fp8_scale_view
 
 RECORD_BYTES_PER_TOKEN = TOKEN_BYTES  # 68: one head-token of K, V or index-K
 
