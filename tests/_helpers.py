@@ -299,3 +299,16 @@ def backends_here(device="cpu", large_shapes: bool = False) -> list[str]:
     if large_shapes and torch.device(device).type != "cuda" and os.environ.get("TRITON_INTERPRET") == "1":
         names = [n for n in names if n != "triton"]
     return names
+
+
+def query_rows(lens, rows_at, niq, gen) -> dict:
+    """Query rows of index_topk problems: row_request / row_position [R] i32 at positions ``rows_at(req, len)`` of
+    each request, idx_q [R, niq, D] bf16 of small integers (exact scores)."""
+    req, pos = [], []
+    for r, n in enumerate(lens):
+        for p in rows_at(r, n):
+            req.append(r)
+            pos.append(p)
+    idx_q = torch.randint(-3, 4, (len(req), niq, D), generator=gen).to(torch.bfloat16)
+    return dict(row_request=torch.tensor(req, dtype=torch.int32), row_position=torch.tensor(pos, dtype=torch.int32),
+                idx_q=idx_q)

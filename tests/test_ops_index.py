@@ -46,14 +46,7 @@ def make_problem(lens, rows_at, niq=1, seed=0, extra_pages=3):
         for t in range(n):
             H.put_token(records, pages[t // 128], 0, t % 128, data[t], scale[t])
         keys.append(H.np_dequantize(data, scale))
-    req, pos = [], []
-    for r, n in enumerate(lens):
-        for p in rows_at(r, n):
-            req.append(r)
-            pos.append(p)
-    idx_q = torch.randint(-3, 4, (len(req), niq, H.D), generator=gen).to(torch.bfloat16)
-    return dict(records=records, block_table=table, row_request=torch.tensor(req, dtype=torch.int32),
-                row_position=torch.tensor(pos, dtype=torch.int32), idx_q=idx_q, keys=keys)
+    return dict(records=records, block_table=table, keys=keys, **H.query_rows(lens, rows_at, niq, gen))
 
 
 def reference_topk(prob, topk, init_blocks, local_blocks) -> np.ndarray:

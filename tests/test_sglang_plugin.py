@@ -182,14 +182,20 @@ def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token(attn_tp):
     assert pool.k_records[2].shape == (pages, 1, RECORD_BYTES)
 
 
-def test_move_kv_cache_moves_every_byte_of_a_token(attn_tp):
+def random_pool(attn_tp, seed: int):
+    """A tiny pool of 512 tokens whose every record byte is random (the index-K dtype from the environment)."""
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     with attn_tp(1):
         pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(fake_configurator(tiny_hf_config()),
                                                                  max_total_num_tokens=512)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
     for records in pool.all_records():
         records.copy_(torch.randint(0, 256, records.shape, generator=gen, dtype=torch.uint8))
+    return pool
+
+
+def test_move_kv_cache_moves_every_byte_of_a_token(attn_tp):
+    pool = random_pool(attn_tp, 0)
     before = [r.clone() for r in pool.all_records()]
     src, tgt = torch.tensor([130, 5, 300]), torch.tensor([400, 131, 6])
     pool.move_kv_cache(tgt, src)
@@ -287,16 +293,9 @@ def test_cell_size_and_pool_follow_the_index_k_dtype(attn_tp, monkeypatch, index
 
 
 def test_move_kv_cache_moves_fp8_index_k_tokens(attn_tp, monkeypatch):
-    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
-
     from atom_mxfp4.index_k import fp8_data_view, fp8_scale_view
     monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "fp8")
-    with attn_tp(1):
-        pool = KVCacheConfigurator._build_minimax_sparse_kv_pool(fake_configurator(tiny_hf_config()),
-                                                                 max_total_num_tokens=512)
-    gen = torch.Generator().manual_seed(1)
-    for records in pool.all_records():
-        records.copy_(torch.randint(0, 256, records.shape, generator=gen, dtype=torch.uint8))
+    pool = random_pool(attn_tp, 1)
     before = {i: r.clone() for i, r in pool.index_k_records.items()}
     src, tgt = torch.tensor([130, 5, 300]), torch.tensor([400, 131, 6])
     pool.move_kv_cache(tgt, src)
