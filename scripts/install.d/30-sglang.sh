@@ -18,5 +18,6 @@ PY=${PYTHON:-python}
   orjson requests urllib3 pydantic pydantic-core typing-inspection annotated-types dill \
   aiohttp aiohappyeyeballs aiosignal frozenlist multidict yarl propcache attrs ipython traitlets \
   uvicorn==0.55.0 fastapi==0.165.0 annotated-doc==0.0.7 uvloop==0.23.0 setproctitle==1.3.8 python-multipart==0.0.34 \
-  opentelemetry-api==1.45.2 xgrammar==0.2.9 soundfile==0.14.0 cffi==2.0.0 pycparser==3.0
+  opentelemetry-api==1.45.2 xgrammar==0.2.9 soundfile==0.14.0 cffi==2.0.0 pycparser==3.0 \
+  jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
 "$PY" -c "import torch; v = torch.__version__; assert v.startswith('2.13.'), f'torch changed to {v}'"
