@@ -51,25 +51,11 @@ def as_records(cache: "MXFP4PageCache | torch.Tensor", name: str) -> torch.Tenso
     return records
 
 
-class MXFP4PageCache:
-    """Zero-filled MXFP4 records ``[pages, heads, 8704]`` uint8 for one of K, V or index-K of one layer.
+class _PageRecords:
+    """What every page-record cache holds: ``records [pages, heads, record bytes]`` uint8 and its two views (the
+    subclass names them: ``_data_view`` / ``_scale_view`` take the records, return views sharing storage)."""
 
-    Views share storage (no copies): ``data [pages, heads, 128, 64]``, ``scale [pages, heads, 128, 4]``, with page
-    stride ``8704 * heads`` and head stride ``8704`` bytes. The index-K cache is this class with one head.
-    """
-
-    def __init__(self, num_pages: int | None = None, num_heads: int = 1, device: torch.device | str = "cpu",
-                 records: torch.Tensor | None = None):
-        # either allocate (num_pages, num_heads, device) or wrap existing ``records`` [pages, heads, 8704]
-        if records is None:
-            expect(isinstance(num_pages, int) and num_pages > 0, "num_pages", "a positive int", num_pages)
-            expect(isinstance(num_heads, int) and num_heads > 0, "num_heads", "a positive int", num_heads)
-            records = torch.zeros(num_pages, num_heads, RECORD_BYTES, dtype=torch.uint8, device=device)
-        self.records = as_records(records, "records")
-
-    @classmethod
-    def for_tokens(cls, num_tokens: int, num_heads: int = 1, device="cpu") -> "MXFP4PageCache":
-        return cls(max(1, pages_for(num_tokens)), num_heads, device)
+    records: torch.Tensor
 
     @property
     def num_pages(self) -> int:
@@ -85,19 +71,43 @@ class MXFP4PageCache:
 
     @property
     def data(self) -> torch.Tensor:
-        return data_view(self.records)
+        return self._data_view(self.records)
 
     @property
     def scale(self) -> torch.Tensor:
-        return scale_view(self.records)
+        return self._scale_view(self.records)
+
+    @property
+    def nbytes(self) -> int:
+        return self.records.numel()
+
+
+class MXFP4PageCache(_PageRecords):
+    """Zero-filled MXFP4 records ``[pages, heads, 8704]`` uint8 for one of K, V or index-K of one layer.
+
+    Views share storage (no copies): ``data [pages, heads, 128, 64]``, ``scale [pages, heads, 128, 4]``, with page
+    stride ``8704 * heads`` and head stride ``8704`` bytes. The index-K cache is this class with one head.
+    """
+
+    def __init__(self, num_pages: int | None = None, num_heads: int = 1, device: torch.device | str = "cpu",
+                 records: torch.Tensor | None = None):
+        # either allocate (num_pages, num_heads, device) or wrap existing ``records`` [pages, heads, 8704]
+        if records is None:
+            expect(isinstance(num_pages, int) and num_pages > 0, "num_pages", "a positive int", num_pages)
+            expect(isinstance(num_heads, int) and num_heads > 0, "num_heads", "a positive int", num_heads)
+            records = torch.zeros(num_pages, num_heads, RECORD_BYTES, dtype=torch.uint8, device=device)
+        self.records = as_records(records, "records")
+
+    _data_view, _scale_view = staticmethod(data_view), staticmethod(scale_view)
+
+    @classmethod
+    def for_tokens(cls, num_tokens: int, num_heads: int = 1, device="cpu") -> "MXFP4PageCache":
+        return cls(max(1, pages_for(num_tokens)), num_heads, device)
 
     def fold_heads(self) -> "MXFP4PageCache":
         """The ``[pages * heads, 1, 8704]`` view: physical page id ``page * heads + head``."""
         return MXFP4PageCache(records=self.records.view(self.num_pages * self.num_heads, 1, RECORD_BYTES))
 
-    @property
-    def nbytes(self) -> int:
-        return self.records.numel()
 
     def __repr__(self) -> str:
         return (f"MXFP4PageCache(pages={self.num_pages}, heads={self.num_heads}, device={self.device}, "
@@ -129,7 +139,7 @@ def index_records(cache, dtype: "IndexKDtype | str", name: str = "index_k_cache"
     return records
 
 
-class FP8IndexKCache:
+class FP8IndexKCache(_PageRecords):
     """Zero-filled fp8 index-K records ``[pages, 1, 16896]`` uint8 of one sparse layer (views: ``data [pages, 1,
     128, 128]`` e4m3, ``scale [pages, 1, 128, 4]`` e8m0; page stride 16896 B)."""
 
@@ -144,29 +154,7 @@ class FP8IndexKCache:
         self.records = index_records(records, IndexKDtype.FP8, "records")
         expect(self.records.shape[1] == 1, "records heads", "1 (one shared index-K head)", self.records.shape[1])
 
-    @property
-    def num_pages(self) -> int:
-        return self.records.shape[0]
-
-    @property
-    def num_heads(self) -> int:
-        return 1
-
-    @property
-    def device(self) -> torch.device:
-        return self.records.device
-
-    @property
-    def data(self) -> torch.Tensor:
-        return fp8_data_view(self.records)
-
-    @property
-    def scale(self) -> torch.Tensor:
-        return fp8_scale_view(self.records)
-
-    @property
-    def nbytes(self) -> int:
-        return self.records.numel()
+    _data_view, _scale_view = staticmethod(fp8_data_view), staticmethod(fp8_scale_view)
 
     def __repr__(self) -> str:
         return f"FP8IndexKCache(pages={self.num_pages}, device={self.device}, {self.nbytes / 2**20:.1f} MiB)"

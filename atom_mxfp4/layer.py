@@ -18,7 +18,7 @@ from .cache import FP8IndexKCache, MXFP4PageCache, allocate_index_k, as_records,
 from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
-from .layout import HEAD_DIM, MAX_GROUP, PAGE_SIZE, qkv_width
+from .layout import HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_TOPK, PAGE_SIZE, qkv_width
 from .rope import rope_cos_sin
 
 MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
@@ -63,11 +63,11 @@ class LayerConfig:
         if self.sparse:
             expect(self.num_index_heads == self.num_kv_heads, "num_index_heads",
                    f"num_kv_heads = {self.num_kv_heads} on a sparse layer", self.num_index_heads)
-            expect(self.num_index_heads <= ops.MAX_INDEX_HEADS, "num_index_heads",
-                   f"<= {ops.MAX_INDEX_HEADS} on a sparse layer", self.num_index_heads)
+            expect(self.num_index_heads <= MAX_INDEX_HEADS, "num_index_heads",
+                   f"<= {MAX_INDEX_HEADS} on a sparse layer", self.num_index_heads)
         expect_int(self.rotary_dim, "rotary_dim", 2, HEAD_DIM)
         expect(self.rotary_dim % 2 == 0, "rotary_dim", f"even, in [2, {HEAD_DIM}]", self.rotary_dim)
-        expect_int(self.topk, "topk", 1, ops.MAX_TOPK)
+        expect_int(self.topk, "topk", 1, MAX_TOPK)
         expect_int(self.init_blocks, "init_blocks", 0)
         expect_int(self.local_blocks, "local_blocks", 0)
         expect_int(self.max_position, "max_position", 1, MAX_POSITION)
@@ -257,8 +257,8 @@ class SparseMXFP4Attention:
         ops.check_rows(meta.block_table, meta.token_request, meta.positions.to(torch.int32), qkv.shape[0],
                        qkv.device, pages, names=("meta.block_table", "meta.token_request", "meta.positions"))
         if c.sparse:
-            expect(meta.block_table.shape[1] <= ops.MAX_INDEX_BLOCKS, "meta.block_table.shape[1] (pages per request)",
-                   f"<= {ops.MAX_INDEX_BLOCKS} on a sparse layer", meta.block_table.shape[1])
+            expect(meta.block_table.shape[1] <= MAX_INDEX_BLOCKS, "meta.block_table.shape[1] (pages per request)",
+                   f"<= {MAX_INDEX_BLOCKS} on a sparse layer", meta.block_table.shape[1])
         # a token is written where the attention reads it: slot = block_table[request, pos // 128] * 128 + pos % 128
         pages = meta.block_table.long()[meta.token_request.long(), meta.positions // PAGE_SIZE]
         where = pages * PAGE_SIZE + meta.positions % PAGE_SIZE

@@ -3,7 +3,8 @@
 Metadata (one ``AttentionMetadata`` per forward, shared by every layer):
 - extend (prefill, chunked prefill, prefix-cache hits): built in ``init_forward_metadata_out_graph`` (dynamic shapes);
   rows are the new tokens, ``positions`` = ``forward_batch.positions`` [T] i64, ``slot_mapping`` = ``out_cache_loc``
-  [T] i64 with SGLang's padding slot 0 as -1, ``token_request`` [T] i32 = the batch row of each token, ``block_table`` [B, max_pages] i32 = page ids
+  [T] i64 with SGLang's padding slot 0 as -1, ``token_request`` [T] i32 = the batch row of each token,
+  ``block_table`` [B, max_pages] i32 = page ids
   ``req_to_token[req_pool_indices, 0::128] // 128`` (entries past a request's length are never read).
 - decode: built in ``init_forward_metadata_in_graph`` into per-batch-size buffers allocated outside the graph
   (``init_cuda_graph_state`` / ``out_graph``), with static-shape device ops only, so a CUDA graph that captured it
@@ -24,7 +25,7 @@ from sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph import 
 from atom_mxfp4.backends import BACKENDS
 from atom_mxfp4.errors import expect
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
-from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE, pages_for
+from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, pages_for
 
 from .geometry import check_model
 from .pool import MXFP4MiniMaxKVPool
@@ -35,11 +36,11 @@ PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy 
 
 
 def _slot_mapping(out_cache_loc: torch.Tensor) -> torch.Tensor:
-    """SGLang's ``out_cache_loc`` as our slot_mapping: its padding slot 0 becomes -1 (no write). Padded decode rows
-    and the dummy batches of graph warm-up and capture put every token at slot 0, which our ops refuse as a
-    duplicate slot (two tokens writing one slot). Static-shape: safe inside a captured graph."""
+    """SGLang's ``out_cache_loc`` as our slot_mapping: its padding slot 0 becomes NO_SLOT (-1, no write). Padded
+    decode rows and the dummy batches of graph warm-up and capture put every token at slot 0, which our ops refuse
+    as a duplicate slot (two tokens writing one slot). Static-shape: safe inside a captured graph."""
     loc = out_cache_loc.long()
-    return loc.masked_fill(loc == PADDING_SLOT, -1)
+    return loc.masked_fill(loc == PADDING_SLOT, NO_SLOT)
 
 
 def _attend_capture_stub(backend, module, qkv, out) -> None:
