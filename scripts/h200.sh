@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lent-H200 run of the project (issue 3). Bare machine in, tables + plots + logs out under $OUT.
-#   usage (device tool, repo root):  OUT=... bash scripts/h200.sh [quick|full]     carry: [".whl"]
+#   usage (device tool, repo root):  OUT=... bash scripts/h200.sh [quick|full]     carry: [".whl/serve"] (or [".whl"])
 # 1. makes atom_mxfp4 importable without pip (a symlink tree: atom_mxfp4/kernels -> kernels/, ...);
-# 2. unpacks SGLang 0.5.23's MiniMax-M3 sparse kernels from the carried wheel (.whl/sglang-0.5.23-*.whl);
+# 2. unpacks SGLang 0.5.23's MiniMax-M3 sparse kernels from the carried wheel (.whl/[serve/]sglang-0.5.23-*.whl);
 # 3. pytest -m gpu (tests/gpu) and the CPU op tests compiled for the GPU (tests/test_triton_ops.py);
 # 4. compute-sanitizer memcheck over one case of each Triton kernel;
 # 5. the benchmarks (evals/bench/run_bench.py): bench.md, bench.json, *.png;
@@ -38,7 +38,7 @@ python3 -P -c "import atom_mxfp4.kernels.triton as t; print('atom_mxfp4 triton b
 # ---- 2. SGLang peer kernels
 SGL=/tmp/sgl
 rm -rf "$SGL" && mkdir -p "$SGL"
-WHEEL=$(ls "$ROOT"/.whl/sglang-0.5.23-*.whl 2>/dev/null | head -1)
+WHEEL=$(ls "$ROOT"/.whl/sglang-0.5.23-*.whl "$ROOT"/.whl/serve/sglang-0.5.23-*.whl 2>/dev/null | head -1)
 if [ -n "$WHEEL" ]; then cp "$WHEEL" "$SGL/wheel.whl"; PEER="--sglang-root $SGL"; else echo "no sglang wheel carried: peers skipped"; PEER=""; fi
 
 # ---- 3. tests

@@ -5,7 +5,8 @@ Writes DIR/bench.md (tables), DIR/bench.json (numbers) and one png per benchmark
 
 1. sparse decode attend: 16 q heads / 1 KV head, top-16 blocks of 128 (own block partial), batch 1..512:
    ours (MXFP4; attend alone and tables + attend) vs the peer with bf16 and with fp8 KV on the same top-k;
-2. indexer (score + top-k) at 8K / 32K / 128K context, batch 1..256: ours (MXFP4 index-K) vs the peer (bf16, fp8);
+2. indexer (score + top-k) at 8K / 32K / 128K context, batch 1..256: ours with the MXFP4 and with the fp8 index-K
+   (index_k_dtype) vs the peer with its bf16 and fp8 index-K;
 3. dense pa_decode rows x context, nominal TB/s = rows * context * 136 B / time, next to the copy bandwidth;
 4. fused_qknorm_rope_write at T = 1, 64, 512, 8192 (TP4 rank: 16 q, 1 kv, 1 index head): time and TB/s of the
    bytes it must move, next to the torch backend on the same GPU.
@@ -26,11 +27,13 @@ import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
 import atom_mxfp4.kernels.triton as tb  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig, make_plan  # noqa: E402
 from atom_mxfp4.kernels.triton.index_topk import IndexConfig  # noqa: E402
-from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES, qkv_width  # noqa: E402
+from atom_mxfp4.layout import FP8_RECORD_BYTES, PAGE_SIZE, RECORD_BYTES, qkv_width  # noqa: E402
 
 DEV = torch.device("cuda")
 RECORD = RECORD_BYTES
 MX_TOKEN = 68  # bytes per token-head of K or V in MXFP4 (64 data + 4 scale)
+FP8_DATA = PAGE_SIZE * 128  # where the scale bytes of an fp8 index-K record start
+FP8_TOKEN = FP8_RECORD_BYTES // PAGE_SIZE  # 132 bytes per token of the fp8 index-K (128 e4m3 + 4 e8m0)
 
 
 def random_records(pages: int) -> torch.Tensor:
@@ -38,6 +41,14 @@ def random_records(pages: int) -> torch.Tensor:
     rec = torch.randint(0, 256, (pages, 1, RECORD), dtype=torch.uint8, device=DEV)
     rec[:, 0, 8192:] = torch.randint(122, 131, (pages, 512), dtype=torch.uint8, device=DEV)
     return rec
+
+
+def random_fp8_index_records(pages: int) -> torch.Tensor:
+    """Valid fp8 index-K records (index_k_dtype "fp8"): random finite e4m3 codes, scales around 2**-4."""
+    data = torch.randint(0, 0x7F, (pages, 1, FP8_DATA), dtype=torch.uint8, device=DEV)  # no NaN code
+    data |= torch.randint(0, 2, data.shape, dtype=torch.uint8, device=DEV) << 7
+    scale = torch.randint(118, 127, (pages, 1, FP8_RECORD_BYTES - FP8_DATA), dtype=torch.uint8, device=DEV)
+    return torch.cat([data, scale], dim=2).contiguous()
 
 
 # ---- 1. sparse decode attend -------------------------------------------------------------------------------------
@@ -127,20 +138,20 @@ def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True):
             row_pos = torch.full((batch,), ctx - 1, dtype=torch.int32, device=DEV)
             seq_lens = torch.full((batch,), ctx, dtype=torch.int32, device=DEV)
             slot_ids = torch.arange(batch, dtype=torch.int32, device=DEV)
-            ours, peers = [], {"bf16": [], "fp8": []}
+            ours, peers = {"mxfp4": [], "fp8": []}, {"bf16": [], "fp8": []}
             for s in range(n):
                 pages = batch * blocks
-                ik = random_records(pages)
                 bt = torch.randperm(pages, device=DEV).int().view(batch, blocks).contiguous()
-                ours.append((ik, bt))
+                ours["mxfp4"].append((random_records(pages), bt))
+                ours["fp8"].append((random_fp8_index_records(pages), bt))
                 r2t = ((bt.long() * 128)[:, :, None] + torch.arange(128, device=DEV)).view(batch, ctx).int()
                 for dt, dtype in (("bf16", torch.bfloat16), ("fp8", torch.float8_e4m3fn)) if with_peer else ():
                     kc = torch.randn(pages * 128, 1, 128, device=DEV).to(dtype)
                     peers[dt].append((kc, r2t))
 
-            def our_call(o, cfg=config):
+            def our_call(o, dtype, cfg=config):
                 return lambda: tb.index_topk(q, o[0], o[1], row_req, row_pos, topk=16, init_blocks=0,
-                                             local_blocks=1, config=cfg)
+                                             local_blocks=1, index_k_dtype=dtype, config=cfg)
 
             def peer_call(p):
                 return lambda: peer.flash_decode_with_topk_idx(
@@ -148,10 +159,12 @@ def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True):
                     page_size=128)
 
             rec = dict(context=ctx, batch=batch, sets=n)
-            rec["ours_ms"] = graph_time_ms([our_call(o) for o in ours])
+            rec["ours_ms"] = graph_time_ms([our_call(o, "mxfp4") for o in ours["mxfp4"]])
+            rec["ours_fp8_ms"] = graph_time_ms([our_call(o, "fp8") for o in ours["fp8"]])
             for dt in ("bf16", "fp8") if with_peer else ():
                 rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
             rec["ours_TBs"] = batch * ctx * MX_TOKEN / (rec["ours_ms"] * 1e-3) / 1e12
+            rec["ours_fp8_TBs"] = batch * ctx * FP8_TOKEN / (rec["ours_fp8_ms"] * 1e-3) / 1e12
             rows.append(rec)
             log(f"indexer ctx={ctx} B={batch}: " + ", ".join(
                 f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in rec.items()))
@@ -344,11 +357,12 @@ def plots(results, out: Path):
         for ctx in sorted({r["context"] for r in results["indexer"]}):
             rs = [r for r in results["indexer"] if r["context"] == ctx]
             b = [r["batch"] for r in rs]
-            ax.plot(b, [r["peer_bf16_ms"] / r["ours_ms"] for r in rs], marker="o", label=f"vs bf16, {ctx // 1024}K")
-            ax.plot(b, [r["peer_fp8_ms"] / r["ours_ms"] for r in rs], marker="x", ls="--",
-                    label=f"vs fp8, {ctx // 1024}K")
+            line = ax.plot(b, [r["peer_fp8_ms"] / r["ours_ms"] for r in rs], marker="o",
+                           label=f"mxfp4 index-K vs SGLang fp8, {ctx // 1024}K")[0]
+            ax.plot(b, [r["peer_fp8_ms"] / r["ours_fp8_ms"] for r in rs], marker="x", ls="--", color=line.get_color(),
+                    label=f"fp8 index-K vs SGLang fp8, {ctx // 1024}K")
         ax.axhline(1, color="gray", lw=0.5)
-        ax.set(xscale="log", xlabel="batch", ylabel="speed-up (peer time / ours)", title="indexer (score + top-16)")
+        ax.set(xscale="log", xlabel="batch", ylabel="speed-up (peer time / ours)", title="indexer (score + top-16) vs SGLang's fp8 index-K")
         ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(out / "indexer.png", dpi=110); plt.close(fig)
     if results.get("dense"):
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -387,12 +401,16 @@ def report(results, out: Path):
                                          ("vs fp8", ratio("peer_fp8_ms", "ours_tables_attend_ms")),
                                          ("ours TB/s", f3("ours_TBs"))])]
     if results.get("indexer"):
-        md += ["## 2. Indexer (score + top-16, init 0, local 1)\n",
+        md += ["## 2. Indexer (score + top-16, init 0, local 1); ours with the MXFP4 and the fp8 index-K\n",
                table(results["indexer"], [("context", lambda r: str(r["context"])), ("batch", lambda r: str(r["batch"])),
-                                          ("ours us", us("ours_ms")), ("SGLang bf16 us", us("peer_bf16_ms")),
+                                          ("ours mxfp4 us", us("ours_ms")), ("ours fp8 us", us("ours_fp8_ms")),
+                                          ("SGLang bf16 us", us("peer_bf16_ms")),
                                           ("SGLang fp8 us", us("peer_fp8_ms")),
-                                          ("vs bf16", ratio("peer_bf16_ms", "ours_ms")),
-                                          ("vs fp8", ratio("peer_fp8_ms", "ours_ms")), ("ours TB/s", f3("ours_TBs"))])]
+                                          ("mxfp4 vs bf16", ratio("peer_bf16_ms", "ours_ms")),
+                                          ("mxfp4 vs fp8", ratio("peer_fp8_ms", "ours_ms")),
+                                          ("fp8 vs bf16", ratio("peer_bf16_ms", "ours_fp8_ms")),
+                                          ("fp8 vs fp8", ratio("peer_fp8_ms", "ours_fp8_ms")),
+                                          ("mxfp4 TB/s", f3("ours_TBs")), ("fp8 TB/s", f3("ours_fp8_TBs"))])]
     if results.get("dense"):
         md += ["## 3. Dense pa_decode (G = 16), nominal TB/s = rows x context x 136 B / time\n",
                table(results["dense"], [("rows", lambda r: str(r["rows"])), ("context", lambda r: str(r["context"])),

@@ -6,7 +6,7 @@ Exits non-zero if an op raises; the sanitizer reports out-of-bounds / misaligned
 import torch
 
 import atom_mxfp4.kernels.triton as tb
-from atom_mxfp4.layout import RECORD_BYTES
+from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES
 
 DEV = torch.device("cuda")
 RECORD = RECORD_BYTES
@@ -35,8 +35,15 @@ def main():
         out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
         plan = tb.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits)
         tb.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
+    ik8 = torch.zeros(pages, 1, FP8_RECORD_BYTES, dtype=torch.uint8, device=DEV)  # the fp8 index-K (issue 13)
+    q8, iq8 = tb.fused_qknorm_rope_write(qkv, torch.randint(0, 512, (tokens,), device=DEV), *w, cos_sin, slots, k, v,
+                                         ik8, num_q_heads=nq, num_kv_heads=1, num_index_heads=1, rotary_dim=64,
+                                         eps=1e-6, scale_mode="mse", q_dtype=torch.bfloat16, index_k_dtype="fp8")
+    tb.index_topk(iq8[:5].contiguous(), ik8, block_table, rr, rp, topk=2, init_blocks=0, local_blocks=1,
+                  index_k_dtype="fp8")
     torch.cuda.synchronize()
-    print("sanitize cases ran: write, index_topk, build_sparse_tables, pa_decode (direct, split)")
+    print("sanitize cases ran: write, index_topk, build_sparse_tables, pa_decode (direct, split), "
+          "write + index_topk with the fp8 index-K")
 
 
 if __name__ == "__main__":

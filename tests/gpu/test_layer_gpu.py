@@ -1,6 +1,6 @@
 """The layer end to end on CUDA with the Triton backend (marker ``gpu``; run by scripts/h200.sh).
 
-- prefill (chunked, with a cached prefix) then decode, sparse and dense: Triton on the GPU vs the torch backend on
+- prefill (chunked, with a cached prefix) then decode, sparse (MXFP4 and fp8 index-K) and dense: Triton on the GPU vs the torch backend on
   the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and attention within the named
   tolerance;
 - a decode step captured in a CUDA graph (``check=False``) and replayed on new inputs equals the eager step, output
@@ -22,8 +22,8 @@ PROMPTS = [1500, 333, 129, 1]  # ragged: a partial last page, one token, one pag
 PAGES = 64  # >= rows x width = 4 x 12
 
 
-def _setup(sparse: bool):
-    config = LayerConfig(sparse=sparse, max_position=4096)
+def _setup(sparse: bool, index_k_dtype: str = "mxfp4"):
+    config = LayerConfig(sparse=sparse, max_position=4096, index_k_dtype=index_k_dtype)
     weights = make_weights(config, seed=11)
     requests = [make_request(config, n + 4, needles=[n // 3], seek_from=n, seed=11 + b)
                 for b, n in enumerate(PROMPTS)]
@@ -44,9 +44,13 @@ def _rel(a, b):
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
-def test_layer_triton_matches_torch_backend(sparse):
-    config, weights, requests, block_table = _setup(sparse)
+CASES = [(True, "mxfp4"), (True, "fp8"), (False, "mxfp4")]  # (sparse, index_k_dtype)
+CASE_IDS = ["sparse", "sparse-fp8-index-k", "dense"]
+
+
+@pytest.mark.parametrize("sparse,index_k_dtype", CASES, ids=CASE_IDS)
+def test_layer_triton_matches_torch_backend(sparse, index_k_dtype):
+    config, weights, requests, block_table = _setup(sparse, index_k_dtype)
     gpu = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend="triton")
     cpu = SparseMXFP4Attention(config, weights, backend="torch")
     gpu_caches, cpu_caches = LayerCaches.allocate(config, PAGES, DEV), LayerCaches.allocate(config, PAGES)
@@ -65,9 +69,9 @@ def test_layer_triton_matches_torch_backend(sparse):
         assert _rel(out_gpu, out_cpu) < ATTN_REL_TOL
 
 
-@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
-def test_layer_decode_cuda_graph_replay_equals_eager(sparse):
-    config, weights, requests, block_table = _setup(sparse)
+@pytest.mark.parametrize("sparse,index_k_dtype", CASES, ids=CASE_IDS)
+def test_layer_decode_cuda_graph_replay_equals_eager(sparse, index_k_dtype):
+    config, weights, requests, block_table = _setup(sparse, index_k_dtype)
     layer = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend="triton")
     caches = LayerCaches.allocate(config, PAGES, DEV)
     _step(layer, requests, block_table, caches, [0] * len(PROMPTS), PROMPTS, DEV)  # prefill (eager)
@@ -89,7 +93,8 @@ def test_layer_decode_cuda_graph_replay_equals_eager(sparse):
     before = [None if c is None else c.records.clone() for c in (caches.k, caches.v, caches.index_k)]
     graph.replay()
     torch.cuda.synchronize()
-    eager_caches = LayerCaches(*[None if b is None else type(caches.k)(records=b) for b in before])
+    eager_caches = LayerCaches(*[None if b is None else type(c)(records=b)
+                                 for c, b in zip((caches.k, caches.v, caches.index_k), before)])
     eager = layer(qkv, step, eager_caches)
     assert torch.equal(captured.view(torch.int16), eager.view(torch.int16)), "replayed output != eager output"
     for c, e in zip((caches.k, caches.v, caches.index_k), (eager_caches.k, eager_caches.v, eager_caches.index_k)):

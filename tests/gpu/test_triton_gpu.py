@@ -129,34 +129,44 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width):
     assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
 
 
-def _index_case(gen, rows, max_blocks, requests=4):
+def _index_case(gen, rows, max_blocks, requests=4, index_k_dtype="mxfp4"):
+    """Exact dyadic keys (k/4, |k| <= 8) in records of either index-K dtype, garbage in every page no request owns."""
     from atom_mxfp4.format import quantize_mxfp4
+    from atom_mxfp4.index_k import FP8_RECORD_BYTES, quantize_fp8
     pages = requests * max_blocks + 5
-    records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
     keys = torch.randint(-8, 9, (pages * 128, 128), generator=gen).float() / 4  # exact dyadic scores
-    data, scale = quantize_mxfp4(keys)
-    records[:, 0, :8192] = data.view(pages, 8192)
-    records[:, 0, 8192:] = scale.view(pages, 512)
+    if index_k_dtype == "fp8":
+        records = torch.randint(0, 256, (pages, 1, FP8_RECORD_BYTES), generator=gen, dtype=torch.int32).to(torch.uint8)
+        data, scale = quantize_fp8(keys)
+        split = 128 * 128
+    else:
+        records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
+        data, scale = quantize_mxfp4(keys)
+        split = 8192
     block_table = torch.randperm(pages, generator=gen)[:requests * max_blocks].view(requests, max_blocks).int()
+    owned = block_table.flatten().long()
+    records[owned, 0, :split] = data.view(pages, split)[owned]
+    records[owned, 0, split:] = scale.view(pages, -1)[owned]
     row_request = torch.randint(0, requests, (rows,), generator=gen, dtype=torch.int32)
     row_position = torch.randint(0, max_blocks * 128, (rows,), generator=gen, dtype=torch.int32)
     idx_q = (torch.randint(-4, 5, (rows, 1, 128), generator=gen).float() / 2).bfloat16()
     return idx_q, records, block_table.contiguous(), row_request, row_position
 
 
-@pytest.mark.parametrize("dot_scaled,asm", [(True, False), (False, False), (False, True)],
-                         ids=["dot_scaled", "decode_by_hand", "ptx_decode"])
+@pytest.mark.parametrize("dot_scaled,asm,index_k_dtype", [(True, False, "mxfp4"), (False, False, "mxfp4"),
+                                                         (False, True, "mxfp4"), (False, True, "fp8")],
+                         ids=["dot_scaled", "decode_by_hand", "ptx_decode", "fp8"])
 @pytest.mark.parametrize("rows,max_blocks", [(300, 97), (3, 333)])
-def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, dot_scaled, asm):
+def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, dot_scaled, asm, index_k_dtype):
     triton_backend, torch_backend = _backends()
     from atom_mxfp4.kernels.triton.index_topk import IndexConfig
     gen = torch.Generator().manual_seed(rows * max_blocks)
-    args = _index_case(gen, rows, max_blocks)
-    kwargs = dict(topk=16, init_blocks=1, local_blocks=1)
+    args = _index_case(gen, rows, max_blocks, index_k_dtype=index_k_dtype)
+    kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype)
     ours = triton_backend.index_topk(*(a.to(DEV) for a in args), **kwargs,
                                      config=IndexConfig(dot_scaled=dot_scaled, asm=asm))
     ref = torch_backend.index_topk(*args, **kwargs)
-    assert torch.equal(ours.cpu(), ref)
+    assert torch.equal(ours.cpu(), ref), int((ours.cpu() != ref).sum())
     _, _, block_table, row_request, row_position = args
     tables, lens = triton_backend.build_sparse_tables(ours, block_table.to(DEV), row_request.to(DEV),
                                                       row_position.to(DEV), num_kv_heads=1, pages_per_block=1)
@@ -165,11 +175,13 @@ def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, dot_scaled, asm
     assert torch.equal(tables.cpu(), ref_tables) and torch.equal(lens.cpu(), ref_lens)
 
 
-def test_index_and_tables_cuda_graph_replay_equals_eager():
+@pytest.mark.parametrize("index_k_dtype", ["mxfp4", "fp8"])
+def test_index_and_tables_cuda_graph_replay_equals_eager(index_k_dtype):
     triton_backend, _ = _backends()
     gen = torch.Generator().manual_seed(3)
-    idx_q, records, block_table, row_request, row_position = (a.to(DEV) for a in _index_case(gen, 64, 40))
-    kwargs = dict(topk=16, init_blocks=0, local_blocks=1)
+    idx_q, records, block_table, row_request, row_position = (
+        a.to(DEV) for a in _index_case(gen, 64, 40, index_k_dtype=index_k_dtype))
+    kwargs = dict(topk=16, init_blocks=0, local_blocks=1, index_k_dtype=index_k_dtype)
 
     def step():
         ids = triton_backend.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs)
@@ -190,8 +202,10 @@ def test_index_and_tables_cuda_graph_replay_equals_eager():
         assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("mode", ["ceil", "floor", "mse"])
-def test_fused_write_large_bit_exact(mode):
+@pytest.mark.parametrize("mode,index_k_dtype", [("ceil", "mxfp4"), ("floor", "mxfp4"), ("mse", "mxfp4"),
+                                                ("mse", "fp8")])
+def test_fused_write_large_bit_exact(mode, index_k_dtype):
+    from atom_mxfp4.index_k import IndexKDtype
     triton_backend, torch_backend = _backends()
     gen = torch.Generator().manual_seed(len(mode))
     tokens, nq, nkv, niq, rot, pages = 1000, 16, 1, 1, 64, 9
@@ -207,11 +221,12 @@ def test_fused_write_large_bit_exact(mode):
     def run(backend, device):
         k = torch.zeros(pages, nkv, RECORD, dtype=torch.uint8, device=device)
         v = torch.zeros_like(k)
-        ik = torch.zeros(pages, 1, RECORD, dtype=torch.uint8, device=device)
+        ik = torch.full((pages, 1, IndexKDtype.parse(index_k_dtype).record_bytes), 0xA5, dtype=torch.uint8,
+                        device=device)  # garbage the write must leave where no token lands
         q, iq = backend.fused_qknorm_rope_write(
             qkv.to(device), positions.to(device), *(w.to(device) for w in weights), cos_sin.to(device),
             slots.to(device), k, v, ik, num_q_heads=nq, num_kv_heads=nkv, num_index_heads=niq, rotary_dim=rot,
-            eps=1e-6, scale_mode=mode, q_dtype=torch.bfloat16)
+            eps=1e-6, scale_mode=mode, q_dtype=torch.bfloat16, index_k_dtype=index_k_dtype)
         return [x.cpu() for x in (q, iq, k, v, ik)]
 
     ours, ref = run(triton_backend, DEV), run(torch_backend, "cpu")
