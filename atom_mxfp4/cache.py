@@ -115,6 +115,18 @@ class MXFP4PageCache(_PageRecords):
 
 
 # ---- the index-K cache of either dtype (atom_mxfp4.index_k) ----------------------------------------------------
+def index_k_dtype_of(cache, dtype: "IndexKDtype | str | None" = None) -> IndexKDtype:
+    """The index-K dtype an op reads ``cache`` as: ``dtype`` when given (``index_records`` then checks the cache
+    against it), else the cache's own: an ``FP8IndexKCache`` / ``MXFP4PageCache`` object's, a uint8 records tensor's
+    by its record width (16896 B: fp8, anything else: mxfp4, whose checks then name the width they expect)."""
+    if dtype is not None:
+        return IndexKDtype.parse(dtype)
+    if isinstance(cache, (MXFP4PageCache, FP8IndexKCache)):
+        return IndexKDtype.FP8 if isinstance(cache, FP8IndexKCache) else IndexKDtype.MXFP4
+    fp8 = isinstance(cache, torch.Tensor) and cache.dim() == 3 and cache.shape[2] == FP8_RECORD_BYTES
+    return IndexKDtype.FP8 if fp8 else IndexKDtype.MXFP4
+
+
 def index_records(cache, dtype: "IndexKDtype | str", name: str = "index_k_cache") -> torch.Tensor:
     """Accept an index-K cache object (``MXFP4PageCache`` / ``FP8IndexKCache``) or its records tensor; check the
     record layout of ``dtype`` (``[pages, 1, record_bytes]`` uint8, dense) and a cache object's own dtype."""

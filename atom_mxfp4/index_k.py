@@ -57,7 +57,7 @@ class IndexKDtype(str, enum.Enum):
         return self.record_bytes // PAGE_SIZE
 
 
-DEFAULT_INDEX_K_DTYPE = "mxfp4"
+DEFAULT_INDEX_K_DTYPE = "fp8"
 """The index-K dtype of the layer and the SGLang plugin by default (docs/accuracy.md, "Index-K dtype")."""
 
 

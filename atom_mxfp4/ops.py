@@ -13,11 +13,10 @@ import math
 import torch
 
 from .backends import resolve_backend
-from .cache import as_records, index_records
+from .cache import as_records, index_k_dtype_of, index_records
 from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
                      expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
-from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layout import (HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK,  # noqa: F401
                      MAX_TOPK, NO_BLOCK, NO_SLOT, PAGE_SIZE, qkv_width)
 
@@ -118,7 +117,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                             cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache=None, *, num_q_heads,
                             num_kv_heads, num_index_heads=0, rotary_dim=64, eps=1e-6,
                             scale_mode=DEFAULT_CACHE_SCALE_MODE, q_dtype=torch.bfloat16,
-                            index_k_dtype=DEFAULT_INDEX_K_DTYPE, backend=None, check=True):
+                            index_k_dtype=None, backend=None, check=True):
     """Gemma QK-norm + partial NeoX RoPE of q/k/idx_q/idx_k, MXFP4 write of K, V, index-K at ``slot_mapping``.
 
     qkv [T, (nq + 2 nkv + niq + (niq > 0)) * 128] bf16 (rows may be strided, each row contiguous); positions [T]
@@ -126,11 +125,12 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     slot_mapping [T] i64 (-1: skip the token; other slots distinct);
     k_cache / v_cache [pages, nkv, 8704] u8; index_k_cache (None for dense layers, niq = 0): [pages, 1, 8704] u8 for
     ``index_k_dtype="mxfp4"`` (written with ``scale_mode``), [pages, 1, 16896] u8 for ``"fp8"`` (e4m3 + per-32 e8m0,
-    atom_mxfp4.index_k; ``scale_mode`` does not apply).
+    atom_mxfp4.index_k; ``scale_mode`` does not apply). ``index_k_dtype=None``: the cache's own (a cache object's
+    dtype, a records tensor's width); given, the cache must be of that dtype.
     Returns q [T, nq, 128] in q_dtype (bf16 or float8_e4m3fn, unit scale) and idx_q [T, niq, 128] bf16 (or None).
     """
     scale_mode = ScaleMode.parse(scale_mode)
-    index_dtype = IndexKDtype.parse(index_k_dtype)
+    index_dtype = index_k_dtype_of(index_k_cache, index_k_dtype)
     k_records = as_records(k_cache, "k_cache")
     v_records = as_records(v_cache, "v_cache")
     i_records = None if index_k_cache is None else index_records(index_k_cache, index_dtype)
@@ -173,11 +173,12 @@ def check_rows(block_table, row_request, row_position, rows: int, device, pages:
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk=16, init_blocks=0,
-               local_blocks=1, index_k_dtype=DEFAULT_INDEX_K_DTYPE, backend=None, check=True):
+               local_blocks=1, index_k_dtype=None, backend=None, check=True):
     """Top-k KV blocks per query row and index head: topk_blocks [niq, R, topk] i32, ascending, -1 padded.
 
     idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8 (``index_k_dtype="mxfp4"``) or [pages, 1, 16896] u8
-    (``"fp8"``: e4m3 + per-32 e8m0, atom_mxfp4.index_k); block_table [B, max_blocks] i32 page ids;
+    (``"fp8"``: e4m3 + per-32 e8m0, atom_mxfp4.index_k; None: the cache's own dtype, as fused_qknorm_rope_write);
+    block_table [B, max_blocks] i32 page ids;
     row_request [R] i32 (request of each row); row_position [R] i32 (the row's token position).
     ``score[h, r, b] = max_{p in b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` in fp32 (fp32 idx_q is never
     rounded; a NaN dot product counts as -inf); blocks ``b < init_blocks`` and the ``local_blocks`` blocks ending at
@@ -185,7 +186,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     ``min(topk, own_block + 1)`` blocks, ties to the smaller id. topk <= MAX_TOPK, block table width <=
     MAX_INDEX_BLOCKS, idx_q contiguous with <= MAX_INDEX_HEADS heads.
     """
-    index_dtype = IndexKDtype.parse(index_k_dtype)
+    index_dtype = index_k_dtype_of(index_k_cache, index_k_dtype)
     records = index_records(index_k_cache, index_dtype)
     if check:
         expect(isinstance(idx_q, torch.Tensor), "idx_q", "a tensor", type(idx_q).__name__, TypeError)

@@ -312,3 +312,12 @@ def query_rows(lens, rows_at, niq, gen) -> dict:
     idx_q = torch.randint(-3, 4, (len(req), niq, D), generator=gen).to(torch.bfloat16)
     return dict(row_request=torch.tensor(req, dtype=torch.int32), row_position=torch.tensor(pos, dtype=torch.int32),
                 idx_q=idx_q)
+
+
+def index_k_round(index_k_dtype):
+    """The oracle's ``index_k_round`` for a layer whose index-K cache is of ``index_k_dtype``: None for mxfp4 (the
+    oracle's ``kv_round`` applies to the index-K too), the fp8 codec's round trip (atom_mxfp4.index_k) for fp8."""
+    from atom_mxfp4.index_k import IndexKDtype, dequantize_fp8, quantize_fp8
+    if IndexKDtype.parse(index_k_dtype) is IndexKDtype.MXFP4:
+        return None
+    return lambda t: dequantize_fp8(*quantize_fp8(t.float()), dtype=torch.float64).to(t.dtype)

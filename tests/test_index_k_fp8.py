@@ -188,7 +188,7 @@ def test_fused_write_fp8_empty_and_all_skipped():
 def test_fused_write_refuses_a_cache_of_the_other_dtype():
     inp = fp8_inputs(4, 4, 1, 1, seed=2)
     with pytest.raises(ValueError, match=r"index_k_cache.shape must be \[pages, heads, 8704\], got \[.*16896\]"):
-        W.call(inp, "torch")  # fp8 records under the default index_k_dtype "mxfp4"
+        W.call(inp, "torch", index_k_dtype="mxfp4")  # fp8 records under an explicit "mxfp4"
     mx = dict(inp, ik=torch.zeros(inp["k"].shape[0], 1, H.RECORD, dtype=torch.uint8))
     with pytest.raises(ValueError, match=r"index_k_cache.shape must be \[pages, heads, 16896\] \(index_k_dtype "
                        r"'fp8'\), got \[.*8704\]"):
@@ -273,7 +273,8 @@ def test_index_topk_fp8_sees_what_mxfp4_cannot():
 
 # ---- layer -------------------------------------------------------------------------------------------------------
 def test_layer_config_index_k_dtype():
-    assert LayerConfig().index_k_dtype is IndexKDtype.MXFP4
+    assert LayerConfig().index_k_dtype is IndexKDtype.FP8  # the default (docs/accuracy.md, "Index-K dtype")
+    assert LayerConfig(index_k_dtype="mxfp4").index_k_dtype is IndexKDtype.MXFP4
     assert LayerConfig(index_k_dtype="FP8").index_k_dtype is IndexKDtype.FP8
     for bad in ("fp4", 8, None):
         with pytest.raises(ValueError, match=rf"index_k_dtype must be one of \['mxfp4', 'fp8'\], got {bad!r}"):
@@ -308,9 +309,27 @@ def test_layer_fp8_index_k_backends_agree_and_refuse_a_wrong_cache():
     assert torch.equal(results["torch"][1], results["triton"][1])  # same top-k ids
     rel = (results["torch"][0].float() - results["triton"][0].float()).norm() / results["torch"][0].float().norm()
     assert rel < H.ATTN_REL_TOL
-    wrong = LayerCaches.allocate(LayerConfig(num_q_heads=2, topk=2, max_position=1024), 12)  # mxfp4 index-K
+    wrong = LayerCaches.allocate(LayerConfig(num_q_heads=2, topk=2, max_position=1024, index_k_dtype="mxfp4"), 12)
     layer = SparseMXFP4Attention(config, weights, backend="torch")
     with pytest.raises(ValueError, match="caches.index_k \\(a MXFP4PageCache\\) must be an index-K cache of "
                        "index_k_dtype 'fp8'"):
         layer(request.qkv[:5], AttentionMetadata.for_requests(table, [0], [5]), wrong)
     assert wrong.index_k.records.eq(0).all() and wrong.k.records.eq(0).all()  # refused before any write
+
+
+def test_index_k_dtype_none_reads_the_caches_own():
+    """index_k_dtype=None (the ops' default): a records tensor's width or a cache object's type decides, and the
+    result equals the explicit dtype's, for the write and for index_topk."""
+    inp = fp8_inputs(9, 4, 1, 1, seed=4)
+    explicit = dict(inp, ik=inp["ik"].clone())
+    W.call(explicit, "torch", mode="mse", index_k_dtype="fp8")
+    W.call(inp, "torch", mode="mse")  # 16896-B records: fp8
+    assert torch.equal(inp["ik"], explicit["ik"])
+    prob = make_fp8_problem([300, 129], _rows, seed=5)
+    args = (prob["idx_q"], prob["records"], prob["block_table"], prob["row_request"], prob["row_position"])
+    want = ops.index_topk(*args, topk=2, index_k_dtype="fp8", backend="torch")
+    assert torch.equal(ops.index_topk(*args, topk=2, backend="torch"), want)
+    typed = (args[0], FP8IndexKCache(records=prob["records"])) + args[2:]
+    assert torch.equal(ops.index_topk(*typed, topk=2, backend="torch"), want)
+    with pytest.raises(ValueError, match=r"index_k_cache.shape must be \[pages, heads, 8704\], got \[3, 1, 100\]"):
+        ops.index_topk(args[0], torch.zeros(3, 1, 100, dtype=torch.uint8), *args[2:], topk=2, backend="torch")

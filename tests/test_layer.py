@@ -2,7 +2,8 @@
 against an independent numpy implementation written here from DESIGN §2 / §5.
 
 Tolerances (named, derived from data):
-- ``ROUNDED_TOL``: layer vs the oracle whose K, V and index-K are rounded through the same MXFP4 codec (``kv_round``):
+- ``ROUNDED_TOL``: layer vs the oracle whose K, V and index-K are rounded through the same codecs (``kv_round``: MXFP4;
+  the index-K through ``index_k_round`` when the layer's is fp8):
   what is left is bf16 rounding of q (2**-9 relative) and of the output (2**-9), plus a band -> rel-L2 <= 2**-7.
 - ``unrounded_tol(e_kv)``: layer vs the unquantized oracle: bounded by the measured MXFP4 round-trip rel-L2 of the
   actual K and V (``e_kv``, from the data of each case) times ``KV_ERROR_GAIN``, plus ROUNDED_TOL.
@@ -110,7 +111,7 @@ def compare(run: Run, weights, out, topk, spans, kv_round):
         if not positions:
             continue
         ref = attention_oracle(run.reqs[b], weights, run.config, query_positions=torch.tensor(positions),
-                               kv_round=kv_round)
+                               kv_round=kv_round, index_k_round=H.index_k_round(run.config.index_k_dtype))
         refs.append(ref.out)
         n = len(positions)
         ok = torch.ones(n, nkv, dtype=torch.bool)
@@ -134,9 +135,9 @@ CONFIGS = {
     # 4-block requests with topk 3: init block 0 and the own block forced, one block chosen by score
     "sparse_tp4": dict(num_q_heads=16, num_kv_heads=1, num_index_heads=1, sparse=True, topk=3, init_blocks=1,
                        local_blocks=1),
-    # no init block: two of the older blocks chosen by score
+    # no init block: two of the older blocks chosen by score; the MXFP4 index-K (sparse_tp4: the default, fp8)
     "sparse_2kv": dict(num_q_heads=8, num_kv_heads=2, num_index_heads=2, sparse=True, topk=3, init_blocks=0,
-                       local_blocks=1),
+                       local_blocks=1, index_k_dtype="mxfp4"),
     "dense_tp4": dict(num_q_heads=16, num_kv_heads=1, num_index_heads=1, sparse=False),
 }
 LENS = [450, 129, 1, 97]  # ragged: 4 blocks with a partial last page, one page + 1, a single token, < 1 page

@@ -44,6 +44,8 @@ from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend  # noqa
 from atom_mxfp4.model_patches.sglang.pool import MXFP4MiniMaxKVPool  # noqa: E402
 from atom_mxfp4.reference import attention_oracle  # noqa: E402
 
+import _helpers as H  # noqa: E402
+
 ROUNDED_TOL = 2.0 ** -7
 SPARSE = {"sparse_attention_freq": [0, 1], "sparse_disable_index_value": [0, 1], "sparse_num_index_heads": 2,
           "sparse_index_dim": 128, "sparse_block_size": 128, "sparse_topk_blocks": 2, "sparse_init_block": 0,
@@ -140,12 +142,11 @@ def test_fp8_index_k_pool_prefill_then_decode_match_the_oracle():
     """A pool built with index_k_dtype fp8 (what ATOM_MXFP4_INDEX_K_DTYPE=fp8 asks for): the backend's layers take
     the pool's dtype and the output matches the oracle whose index-K goes through the fp8 codec."""
     from atom_mxfp4.cache import FP8IndexKCache
-    from atom_mxfp4.index_k import IndexKDtype, dequantize_fp8, quantize_fp8
+    from atom_mxfp4.index_k import IndexKDtype
     backend, req_to_token = make_setup("fp8")
     assert backend.configs[True].index_k_dtype is IndexKDtype.FP8
     assert isinstance(backend.pool.layer_caches(1)[2], FP8IndexKCache)
-    run_steps(backend, req_to_token,
-              index_round=lambda t: dequantize_fp8(*quantize_fp8(t.float()), dtype=torch.float64).to(t.dtype))
+    run_steps(backend, req_to_token, index_round=H.index_k_round("fp8"))
     assert backend.pool.index_k_records[1].any()  # the fp8 records were written
 
 

@@ -153,7 +153,7 @@ def test_explicit_mxfp4_on_an_unflagged_checkpoint_works_as_before(tmp_path, cap
     view = resolve(checkpoint(tmp_path), "--kv-cache-dtype", "mxfp4")
     assert (view.kv_cache_dtype, view.attention_backend, view.page_size) == ("mxfp4", BACKEND_NAME, 128)
     assert records(caplog, logging.INFO) == ["atom_mxfp4: KV cache dtype mxfp4 (from --kv-cache-dtype mxfp4), "
-                                             "index-K mxfp4 (ATOM_MXFP4_INDEX_K_DTYPE), attention backend atom_mxfp4, "
+                                             "index-K fp8 (ATOM_MXFP4_INDEX_K_DTYPE), attention backend atom_mxfp4, "
                                              "page size 128"]
 
 

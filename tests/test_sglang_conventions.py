@@ -45,6 +45,8 @@ from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attentio
 from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend  # noqa: E402
 from atom_mxfp4.model_patches.sglang.geometry import check_model  # noqa: E402
 
+import _helpers as H  # noqa: E402
+
 N = 300  # 3 blocks of 128: top-2 with the local block is a real selection
 PAGES = 4
 
@@ -99,8 +101,11 @@ def ours(module, hidden, positions):
 
 
 def tokens(cache, n):
-    """Dequantized records [n, heads, 128] fp32, token order (slot = position here)."""
-    values = dequantize_mxfp4(cache.data, cache.scale)  # [pages, heads, 128, 128]
+    """Dequantized records [n, heads, 128] fp32, token order (slot = position here); MXFP4 or fp8 index-K records."""
+    from atom_mxfp4.cache import FP8IndexKCache
+    from atom_mxfp4.index_k import dequantize_fp8
+    decode = dequantize_fp8 if isinstance(cache, FP8IndexKCache) else dequantize_mxfp4
+    values = decode(cache.data, cache.scale)  # [pages, heads, 128, 128]
     return values.permute(0, 2, 1, 3).reshape(-1, cache.num_heads, 128)[:n]
 
 
@@ -128,8 +133,9 @@ def test_qk_norm_rope_and_cache_match_sglang_forward_prepare(sparse, dtype, monk
         report["idx_q"] = (float((got.idx_q.float().reshape(N, -1) - idx_q_s).abs().max()),
                            rel_l2(got.idx_q.reshape(N, -1), idx_q_s))
         pairs.append(("idx_k", mine.index_k, idx_k_s.view(N, 1, 128)))
+    index_rnd = H.index_k_round(c.index_k_dtype) or rnd  # the index-K's own codec (fp8 by default)
     for name, cache, theirs in pairs:
-        cached, rounded = tokens(cache, N), rnd(theirs)
+        cached, rounded = tokens(cache, N), (index_rnd if name == "idx_k" else rnd)(theirs)
         report[name] = (float((cached - rounded).abs().max()), float((cached != rounded).float().mean()),
                         rel_l2(cached, rounded), rel_l2(cached, theirs), rel_l2(rounded, theirs))
     print(f"\n{'sparse' if sparse else 'dense'} {dtype}: {report}")

@@ -145,7 +145,8 @@ def attn_tp():
 
 
 @pytest.mark.parametrize("tp, nkv, expected_cell", [(1, 2, 1292), (2, 1, 748)])
-def test_cell_size_is_the_true_mxfp4_bytes_per_token(attn_tp, tp, nkv, expected_cell):
+def test_cell_size_is_the_true_mxfp4_bytes_per_token(attn_tp, monkeypatch, tp, nkv, expected_cell):
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "mxfp4")  # every record MXFP4 (the fp8 index-K: below)
     from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
     layers, sparse = 4, 3
     with attn_tp(tp):
@@ -154,7 +155,8 @@ def test_cell_size_is_the_true_mxfp4_bytes_per_token(attn_tp, tp, nkv, expected_
     assert cell == (2 * nkv * layers + sparse) * RECORD_BYTES // 128 == expected_cell
 
 
-def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token(attn_tp):
+def test_configurator_builds_mxfp4_pools_with_true_bytes_per_token(attn_tp, monkeypatch):
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "mxfp4")  # every record MXFP4 (the fp8 index-K: below)
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     kvc = fake_configurator(tiny_hf_config())
     nkv, layers, sparse = 2, 4, 3
@@ -194,7 +196,8 @@ def random_pool(attn_tp, seed: int):
     return pool
 
 
-def test_move_kv_cache_moves_every_byte_of_a_token(attn_tp):
+def test_move_kv_cache_moves_every_byte_of_a_token(attn_tp, monkeypatch):
+    monkeypatch.setenv("ATOM_MXFP4_INDEX_K_DTYPE", "mxfp4")  # every record MXFP4 (the fp8 index-K: below)
     pool = random_pool(attn_tp, 0)
     before = [r.clone() for r in pool.all_records()]
     src, tgt = torch.tensor([130, 5, 300]), torch.tensor([400, 131, 6])
@@ -266,7 +269,7 @@ def test_minimax_m3_geometry_per_rank():
 
 
 # ---- the index-K dtype (ATOM_MXFP4_INDEX_K_DTYPE) -------------------------------------------------------------
-@pytest.mark.parametrize("index_k_dtype, index_bytes", [(None, 68), ("mxfp4", 68), ("fp8", 132)])
+@pytest.mark.parametrize("index_k_dtype, index_bytes", [(None, 132), ("mxfp4", 68), ("fp8", 132)])
 def test_cell_size_and_pool_follow_the_index_k_dtype(attn_tp, monkeypatch, index_k_dtype, index_bytes):
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     from sglang.srt.model_executor.pool_configurator import DefaultPoolConfigurator
@@ -288,7 +291,7 @@ def test_cell_size_and_pool_follow_the_index_k_dtype(attn_tp, monkeypatch, index
     assert sum(pool.get_kv_size_bytes()) == cell * pages * 128  # the budget buys exactly the bytes allocated
     assert all(r.shape == (pages, 1, index_bytes * 128) for r in pool.index_k_records.values())
     index_cache = pool.layer_caches(1)[2]
-    assert isinstance(index_cache, FP8IndexKCache) == (index_k_dtype == "fp8")
+    assert isinstance(index_cache, FP8IndexKCache) == (index_bytes == 132)  # None: the default, fp8
     assert pool.layer_caches(0)[2] is None  # the dense layer has no index-K
 
 

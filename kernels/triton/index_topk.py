@@ -27,7 +27,7 @@ from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
 
-from ._fp8 import load_fp8_tokens
+from ._fp8 import fp8_scores, load_fp8_tokens
 from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
 
 INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
@@ -72,7 +72,10 @@ def _score_kernel(
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    if INDEX_FP8:  # e4m3 x 2**k: exact in fp32 and in bf16
+                    if INDEX_FP8 and DECODE == 2 and not Q_FP32:  # GPU: hardware e4m3 conversion, scale per block
+                        s = fp8_scores(idx_q_ptr + row * num_heads * HEAD_DIM, head_ok, record, offset, visible,
+                                       BLOCK_H, BLOCK_N)
+                    elif INDEX_FP8:  # e4m3 x 2**k: exact in fp32 and in bf16
                         k = load_fp8_tokens(record, offset, visible, BLOCK_N)
                         if Q_FP32:
                             s = tl.dot(q, tl.trans(k), input_precision="ieee")
