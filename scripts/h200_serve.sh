@@ -12,7 +12,8 @@
 #        (2) agreement: the same prompts on mxfp4 (default index-K and the other index-K dtype), fp8_e4m3 and bf16 KV
 #        caches (same weights, eager), greedy tokens, logprobs and last hidden states compared against bf16 (SGLang's
 #        own MiniMax sparse backend).
-#        With T_GPU_TESTS=seconds, then tests/gpu and tests/test_triton_ops.py on the GPU (the kernels just served).
+#        With T_GPU_TESTS=seconds, then tests/gpu and tests/test_triton_ops.py on the GPU (the kernels just served);
+#        SERVE_AGREEMENT=0 leaves out (2).
 # tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
 # eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
 #        bf16 server, McNemar on the per-question outcomes).
@@ -68,31 +69,33 @@ if [ "$MODE" = serve ]; then
   # (1) defaults: radix cache, chunked prefill (8192 here), prefill + decode CUDA graphs
   timeout 250 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
     -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
-  # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches on
-  # the same weights, three servers at once (small pools: --max-total-tokens bounds each whatever the others hold)
-  # + mxfp4 K / V with the other index-K dtype than the default (ATOM_MXFP4_INDEX_K_DTYPE, issue 13)
-  OTHER_IDX=$(python3 -c "from atom_mxfp4.index_k import DEFAULT_INDEX_K_DTYPE as d; print('mxfp4' if d == 'fp8' else 'fp8')")
-  port=31010; pids=""
-  for kv in mxfp4 mxfp4-idx-$OTHER_IDX fp8_e4m3 bf16; do
-    dtype=${kv%%-idx-*}; idx=""; [ "$dtype" = "$kv" ] || idx="ATOM_MXFP4_INDEX_K_DTYPE=${kv##*-idx-}"
-    backend=""; [ "$dtype" = mxfp4 ] || backend="--attention-backend triton"
-    port=$((port + 1))
-    env $idx timeout 200 $CHECK --label agree-$kv --scenarios startup,agreement --hidden --port $port \
-      -- $COMMON --kv-cache-dtype $dtype $backend --disable-cuda-graph --enable-return-hidden-states \
-      --mem-fraction-static 0.4 --max-total-tokens 262144 > "$RES/agree-$kv.out" 2>&1 &
-    pids="$pids $!"
-  done
-  wait $pids  # by pid: a bare `wait` also waits for the tee of this script's output, which never ends
-  cat "$RES"/agree-*.out
-  grep -q "agree-.*: ok;" "$RES"/agree-mxfp4.out || STATUS=1
-  grep -q "agree-.*: ok;" "$RES"/agree-mxfp4-idx-$OTHER_IDX.out || STATUS=1
-  for kv in mxfp4 mxfp4-idx-$OTHER_IDX fp8_e4m3; do
-    python3 -m atom_mxfp4.evals.serve_check compare "$RES/agree-$kv.json" "$RES/agree-bf16.json" \
-      --output "$RES/agreement-$kv-vs-bf16.md" || STATUS=1
-  done
-  # the default server (prefill + decode CUDA graphs) against the eager one: the same kernels, so the same numbers
-  python3 -m atom_mxfp4.evals.serve_check compare "$RES/mxfp4.json" "$RES/agree-mxfp4.json" \
-    --output "$RES/graphs-vs-eager-mxfp4.md" || STATUS=1
+  if [ "${SERVE_AGREEMENT:-1}" = 1 ]; then  # SERVE_AGREEMENT=0: the default server's scenarios only (~2 min)
+    # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches on
+    # the same weights, three servers at once (small pools: --max-total-tokens bounds each whatever the others hold)
+    # + mxfp4 K / V with the other index-K dtype than the default (ATOM_MXFP4_INDEX_K_DTYPE, issue 13)
+    OTHER_IDX=$(python3 -c "from atom_mxfp4.index_k import DEFAULT_INDEX_K_DTYPE as d; print('mxfp4' if d == 'fp8' else 'fp8')")
+    port=31010; pids=""
+    for kv in mxfp4 mxfp4-idx-$OTHER_IDX fp8_e4m3 bf16; do
+      dtype=${kv%%-idx-*}; idx=""; [ "$dtype" = "$kv" ] || idx="ATOM_MXFP4_INDEX_K_DTYPE=${kv##*-idx-}"
+      backend=""; [ "$dtype" = mxfp4 ] || backend="--attention-backend triton"
+      port=$((port + 1))
+      env $idx timeout 200 $CHECK --label agree-$kv --scenarios startup,agreement --hidden --port $port \
+        -- $COMMON --kv-cache-dtype $dtype $backend --disable-cuda-graph --enable-return-hidden-states \
+        --mem-fraction-static 0.4 --max-total-tokens 262144 > "$RES/agree-$kv.out" 2>&1 &
+      pids="$pids $!"
+    done
+    wait $pids  # by pid: a bare `wait` also waits for the tee of this script's output, which never ends
+    cat "$RES"/agree-*.out
+    grep -q "agree-.*: ok;" "$RES"/agree-mxfp4.out || STATUS=1
+    grep -q "agree-.*: ok;" "$RES"/agree-mxfp4-idx-$OTHER_IDX.out || STATUS=1
+    for kv in mxfp4 mxfp4-idx-$OTHER_IDX fp8_e4m3; do
+      python3 -m atom_mxfp4.evals.serve_check compare "$RES/agree-$kv.json" "$RES/agree-bf16.json" \
+        --output "$RES/agreement-$kv-vs-bf16.md" || STATUS=1
+    done
+    # the default server (prefill + decode CUDA graphs) against the eager one: the same kernels, so the same numbers
+    python3 -m atom_mxfp4.evals.serve_check compare "$RES/mxfp4.json" "$RES/agree-mxfp4.json" \
+      --output "$RES/graphs-vs-eager-mxfp4.md" || STATUS=1
+  fi
   # the GPU tests in the same call (the kernels the servers just ran): tests/gpu + the op tests compiled for the GPU
   if [ "${T_GPU_TESTS:-0}" -gt 0 ]; then
     (cd "$ROOT" && timeout "$T_GPU_TESTS" python3 -m pytest -q -m "gpu or not gpu" tests/gpu tests/test_triton_ops.py \

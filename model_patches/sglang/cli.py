@@ -24,7 +24,7 @@ import sys
 from atom_mxfp4.commands import HelpFormatter, command
 from atom_mxfp4.errors import expect
 
-from atom_mxfp4.index_k import IndexKDtype
+from atom_mxfp4.index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 
 from . import coexist, options
 from .geometry import KV_CACHE_DTYPE
@@ -37,7 +37,7 @@ EXAMPLES = (  # shown by --help; tests/test_cli.py parses each one
     "atom-mxfp4 serve MiniMaxAI/MiniMax-M3 --tp 4",
     "atom-mxfp4 serve --model-path MiniMaxAI/MiniMax-M3 --tp 4",
     "atom-mxfp4 serve --dry-run -- --model-path MiniMaxAI/MiniMax-M3 --tp 4",
-    "atom-mxfp4 serve --index-k-dtype fp8 MiniMaxAI/MiniMax-M3 --tp 4",
+    "atom-mxfp4 serve --index-k-dtype mxfp4 MiniMaxAI/MiniMax-M3 --tp 4",
 )
 
 
@@ -114,8 +114,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(INDEX_K, choices=[m.value for m in IndexKDtype], default=None,
                         help="the index-K cache dtype of sparse layers: sets "
                         f"{options.INDEX_K_DTYPE_ENV} for the server "
-                        "(default: leave it as it is; unset means mxfp4). fp8 costs 132 B per token and sparse layer "
-                        "instead of 68 and keeps more of the exact top-k (docs/accuracy.md)")
+                        f"(default: leave it as it is; unset means {DEFAULT_INDEX_K_DTYPE}). fp8 costs 132 B per token "
+                        "and sparse layer, mxfp4 68 B but loses needles at long context (docs/accuracy.md)")
     parser.add_argument("sglang_args", nargs=argparse.REMAINDER, metavar="SGLANG_ARGS",
                         help="arguments passed to sglang serve unchanged, --kv-cache-dtype mxfp4 added "
                         "(a model path first, or --model-path M; anything else sglang serve takes)")
