@@ -20,6 +20,7 @@ from .layout import PAGE_SIZE
 from .commands import HelpFormatter, add_backend_option, check_backend, command, resolved_device
 from .commands import run as run_command
 from .format import ScaleMode
+from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from .reference import attention_oracle
 from .synthetic import make_request, make_weights
@@ -123,14 +124,21 @@ def needles_found(topk: torch.Tensor, request, prompt_len: int) -> tuple[int, in
 
 
 def capacity_table() -> list[str]:
+    """Bytes per token for each cache dtype; the whole-model column adds the index-K of the sparse layers (bf16 /
+    fp8: the dtype's own; mxfp4: one row per index-K dtype, the default one marked)."""
     gib = 1 << 30
+    bf16_model = LAYERS * kv_bytes_per_token("bf16") + (LAYERS - DENSE_LAYERS) * kv_bytes_per_token("bf16") // 2
     lines = ["| KV cache | K+V bytes/token/layer/KV head | tokens per GiB (1 layer, 1 KV head) | x bf16 | "
-             "bytes/token, whole model per TP4 rank |", "|---|---:|---:|---:|---:|"]
-    for dtype in ("bf16", "fp8", "mxfp4"):
+             "bytes/token, whole model per TP4 rank | x bf16, whole model |", "|---|---:|---:|---:|---:|---:|"]
+    rows = [("bf16", "bf16", None), ("fp8", "fp8", None)]
+    rows += [(f"mxfp4 + {d.value} index-K" + (" (default)" if d.value == DEFAULT_INDEX_K_DTYPE else ""), "mxfp4", d)
+             for d in (IndexKDtype.FP8, IndexKDtype.MXFP4)]
+    for label, dtype, index_dtype in rows:
         per = kv_bytes_per_token(dtype)
-        model = LAYERS * per + (LAYERS - DENSE_LAYERS) * per // 2  # K+V of every layer + index-K of sparse ones
-        lines.append(f"| {dtype} | {per} | {tokens_that_fit(gib, dtype):,} | "
-                     f"{kv_bytes_per_token('bf16') / per:.2f} | {model:,} |")
+        index = per // 2 if index_dtype is None else index_dtype.bytes_per_token  # one head of the index-K
+        model = LAYERS * per + (LAYERS - DENSE_LAYERS) * index  # K+V of every layer + index-K of sparse ones
+        lines.append(f"| {label} | {per} | {tokens_that_fit(gib, dtype):,} | "
+                     f"{kv_bytes_per_token('bf16') / per:.2f} | {model:,} | {bf16_model / model:.2f} |")
     return lines
 
 
@@ -232,7 +240,8 @@ def run(args) -> int:
         needles = "-" if r["needles"] is None else f"{r['needles'][0]}/{r['needles'][1]}"
         print(f"| {kind} | {mode.value} | {r['prefill_rel_l2']:.4f} | {r['decode_rel_l2']:.4f} | {agree} | "
               f"{needles} | {r['prefill_s']:.2f} | {r['decode_step_ms']:.1f} |")
-    print("\nrel-L2: all rows of all requests, layer output (MXFP4 K/V, selection on MXFP4 index-K) vs the fp64 "
+    print(f"\nrel-L2: all rows of all requests, layer output (MXFP4 K/V, selection on the "
+          f"{LayerConfig().index_k_dtype.value} index-K) vs the fp64 "
           "oracle (unquantized K/V, exact top-k); top-k agreement: share of the oracle's selected blocks we kept; "
           "needles: decode rows whose selection holds the needle's block on every KV head.")
     return 0
