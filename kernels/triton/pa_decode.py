@@ -23,8 +23,8 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
-    mma_operand, qk_tile, to_bf16_rne
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile, \
+    to_bf16_rne
 
 assert int(PAGE_SIZE) == 128, "TILES_PER_PAGE in _decode_kernel spells PAGE_SIZE as 128"
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
@@ -37,7 +37,7 @@ def _pa_decode_kernel(
     part_out_ptr, part_lse_ptr,
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
-    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr, PREFETCH: tl.constexpr,
+    DECODE: tl.constexpr,
 ):
     tl.static_assert(PAGE_SIZE % BLOCK_N == 0)  # tiles never straddle a page
     row = tl.program_id(0).to(tl.int64)
@@ -64,53 +64,21 @@ def _pa_decode_kernel(
     TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N as an int (the interpreter's % needs one)
     tile_begin = page_begin * TILES_PER_PAGE
     tile_end = page_end * TILES_PER_PAGE
-    if PREFETCH:
-        # the raw bytes of tile t + 1 are loaded before tile t is decoded, so one tile of loads is always in flight
-        # while the ALUs decode (Triton's pipeliner does not do this for loads that feed elementwise code)
-        page = tl.load(tables_ptr + row * table_stride + page_begin, mask=tile_begin < tile_end, other=0).to(tl.int64)
-        offset = token_in_tile
-        valid = (tile_begin < tile_end) & (page_begin * PAGE_SIZE + offset < context)
-        k_data, k_scale = load_token_bytes(k_ptr + page * RECORD_BYTES, offset, valid)
-        v_data, v_scale = load_token_bytes(v_ptr + page * RECORD_BYTES, offset, valid)
-        for tile in range(tile_begin, tile_end):
-            nxt = tile + 1
-            has_next = nxt < tile_end
-            next_page_index = nxt // TILES_PER_PAGE
-            next_page = tl.load(tables_ptr + row * table_stride + next_page_index, mask=has_next, other=0).to(tl.int64)
-            next_offset = (nxt % TILES_PER_PAGE) * BLOCK_N + token_in_tile
-            next_valid = has_next & (next_page_index * PAGE_SIZE + next_offset < context)
-            nk_data, nk_scale = load_token_bytes(k_ptr + next_page * RECORD_BYTES, next_offset, next_valid)
-            nv_data, nv_scale = load_token_bytes(v_ptr + next_page * RECORD_BYTES, next_offset, next_valid)
-
-            k = decode_token_bytes(k_data, k_scale, BLOCK_N, MMA_BF16)
-            logits = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16))) * scale
-            logits = tl.where(valid[None, :], logits, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
-            alpha = tl.exp2(m_i - m_safe)
-            p = tl.exp2(logits - m_safe[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = decode_token_bytes(v_data, v_scale, BLOCK_N, MMA_BF16)
-            acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
-            m_i = m_new
-            k_data, k_scale, v_data, v_scale, valid = nk_data, nk_scale, nv_data, nv_scale, next_valid
-    else:
-        for tile in range(tile_begin, tile_end):
-            page_index = tile // TILES_PER_PAGE
-            page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
-            offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
-            valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
-            logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)
-            logits = logits * scale
-            logits = tl.where(valid[None, :], logits, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
-            alpha = tl.exp2(m_i - m_safe)
-            p = tl.exp2(logits - m_safe[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # 0 if invalid
-            acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
-            m_i = m_new
+    for tile in range(tile_begin, tile_end):
+        page_index = tile // TILES_PER_PAGE
+        page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
+        offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
+        valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
+        logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE) * scale
+        logits = tl.where(valid[None, :], logits, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(logits, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(logits - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # 0 if invalid
+        acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
+        m_i = m_new
 
     # l_i > 0: a softmax; l_i == 0: no token, or every logit -inf; l_i NaN: a NaN or +inf logit (docs/api.md)
     has_tokens = l_i > 0.0
@@ -161,21 +129,17 @@ class DecodeConfig:
     # defaults = the config of the published H200 numbers (docs/bench/2026-12-02-h200-ptx/): 128-token tiles, 4 warps,
     # K and V decoded by the PTX of _mxfp4.E2M1_BF16X2_ASM, 1 stage, <= 128 registers (40 KB shared: 4 programs per
     # SM). In that run's sweep: 1.31 / 1.37 TB/s at 512 x 8192 / 4096 x 2048; 2 stages 1.31 / 1.33 and 1 stage
-    # without the cap 1.33 / 1.34 (the same within the spread); tl.dot_scaled Q.K^T + Triton-decoded V (the default
-    # before) 0.85 / 0.88. An earlier run: 8 warps 1.00 / 1.03, 64-token tiles 1.10 / 1.16.
+    # without the cap 1.33 / 1.34 (the same within the spread). An earlier run: 8 warps 1.00 / 1.03, 64-token tiles
+    # 1.10 / 1.16. Variants that lost and were removed (tl.dot_scaled Q.K^T, register prefetch, the no-decode
+    # ablation): docs/triton.md "Removed experiments".
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 1
-    dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
-    # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
-    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (Triton decode; dot_scaled, asm ignored);
-    # correct on the H200 (tests/gpu) but no faster there: 0.74 / 0.82 TB/s vs 0.73 / 0.88 (sweep_decode, run 13)
     asm: bool = True  # decode with the PTX of _mxfp4.E2M1_BF16X2_ASM (GPU only; the interpreter keeps the Triton
     # decode): integer SIMD-in-register bit placement + two bf16x2 multiplies instead of per-element conversions
     maxnreg: int | None = 128  # register cap per thread (None: the compiler's choice)
     programs_per_sm: int = 4  # how many programs of this config an H200 SM holds (Nsight Compute: 4 for the default,
     # 121 registers and 40 KB shared; 3 for the 2-stage kernels, 58 KB): the unit of a wave for the split policy
-    decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
 @functools.cache
@@ -288,18 +252,12 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         plan.part_out if split else out, plan.part_lse if split else out,
         width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
-        DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=decode_mode(cfg, mma_bf16()),
-        PREFETCH=cfg.prefetch,
+        DECODE=decode_variant(cfg.asm).value,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
         _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, plan.num_splits, num_warps=4)
     return out
-
-
-def decode_mode(config: DecodeConfig, on_gpu: bool) -> int:
-    """The kernel's DECODE constexpr: 0 = ablation (no decode), 1 = Triton decode, 2 = PTX decode (GPU only)."""
-    return 0 if not config.decode else 2 if config.asm and on_gpu else 1
 
 
 def with_config(plan: DecodePlan, config: DecodeConfig) -> DecodePlan:
