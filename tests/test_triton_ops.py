@@ -214,20 +214,22 @@ def test_split_policy_fills_the_waves(monkeypatch, rows, width, per_sm, splits):
     monkeypatch.setattr(decode, "_num_sms", lambda index: 132)  # the H200 the policy was measured on
     assert decode.num_splits_for(rows, width, torch.device("cuda", 0), per_sm) == splits
     plan = decode.make_plan(rows, width, 16, "cpu", config=decode.DecodeConfig(programs_per_sm=per_sm))
-    assert plan.num_splits == -(-width // plan.pages_per_split) <= splits  # no split without pages
+    launch_splits, pages_per_split = plan.splits_for(rows, width)
+    assert launch_splits == -(-width // pages_per_split) <= splits  # no split without pages
 
 
 def test_plan_shapes_and_mismatch_error():
     plan = triton_backend.make_plan(3, 10, 16, DEVICE, num_splits=4)
-    assert plan.num_splits == 4 and plan.pages_per_split == 3 and plan.part_out.shape == (3, 4, 16, 128)
+    assert plan.splits_for(3, 10) == (4, 3) and plan.part_out.shape == (12, 16, 128)
+    assert plan.splits_for(2, 8) == (4, 2) and plan.part_lse.shape == (12, 16)  # every covered launch asks for 4
     direct = triton_backend.make_plan(3, 10, 16, DEVICE, num_splits=1)
-    assert direct.part_out is None
-    q = torch.zeros(2, 16, 128, dtype=torch.bfloat16, device=DEVICE)
+    assert direct.part_out is None and direct.splits_for(3, 10) == (1, 10)
+    q = torch.zeros(4, 16, 128, dtype=torch.bfloat16, device=DEVICE)
     records = torch.zeros(1, 1, RECORD, dtype=torch.uint8, device=DEVICE)
-    with pytest.raises(ValueError, match="plan"):
+    with pytest.raises(ValueError, match=r"plan.num_rows must be >= q.shape\[0\] = 4 \(the call's rows\), got 3"):
         triton_backend.pa_decode(torch.empty_like(q), q, records, records,
-                                 torch.zeros(2, 10, dtype=torch.int32, device=DEVICE),
-                                 torch.zeros(2, dtype=torch.int32, device=DEVICE), softmax_scale=1.0,
+                                 torch.zeros(4, 10, dtype=torch.int32, device=DEVICE),
+                                 torch.zeros(4, dtype=torch.int32, device=DEVICE), softmax_scale=1.0,
                                  query_scale=None, plan=plan)
 
 

@@ -44,7 +44,8 @@ def main():
         for launch in range(2):
             tb.pa_decode(out, q, k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
             torch.cuda.synchronize()
-            print(f"launch {name} #{launch} rows={args.rows} ctx={args.context} splits={plan.num_splits}", flush=True)
+            splits = plan.splits_for(args.rows, width)[0]
+            print(f"launch {name} #{launch} rows={args.rows} ctx={args.context} splits={splits}", flush=True)
 
 
 if __name__ == "__main__":

@@ -196,10 +196,11 @@ def bench_dense(row_counts, contexts, log, config=None, num_splits=None):
                                             plan=plan)
 
             ms = graph_time_ms([call(s) for s in sets])
-            rec = dict(rows=rows, context=ctx, sets=n, splits=plan.num_splits, ms=ms,
+            splits = plan.splits_for(rows, width)[0]
+            rec = dict(rows=rows, context=ctx, sets=n, splits=splits, ms=ms,
                        TBs=per_call / (ms * 1e-3) / 1e12)
             out_rows.append(rec)
-            log(f"dense rows={rows} ctx={ctx}: splits={plan.num_splits} {ms:.4g} ms {rec['TBs']:.3f} TB/s")
+            log(f"dense rows={rows} ctx={ctx}: splits={splits} {ms:.4g} ms {rec['TBs']:.3f} TB/s")
             del sets
             torch.cuda.empty_cache()
     return out_rows
