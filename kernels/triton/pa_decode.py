@@ -26,7 +26,6 @@ from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
 
 from . import NAME
-
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile, \
     to_bf16_rne
 
@@ -153,6 +152,10 @@ def _num_sms(device_index: int) -> int:
     return 4  # interpreter: small, so CPU tests exercise the split path
 
 
+def _sms_of(device: torch.device) -> int:
+    return _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
+
+
 DEFAULT_CONFIG = DecodeConfig()  # the tuning of make_plan(config=None) and of plan=None (never shape-dependent)
 
 WAVE_EFFICIENCY = 0.9  # the direct path splits until the last wave is at least this full (on average)
@@ -169,8 +172,7 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     fill 97% of one wave and stay unsplit (1.32 TB/s vs 1.31 at 3 splits), 256 rows take 2 splits (1.16 vs 0.93
     unsplit), 4096 rows stay unsplit.
     """
-    sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
-    return _split_policy(num_rows, max_table_width, sms, programs_per_sm)
+    return _split_policy(num_rows, max_table_width, _sms_of(device), programs_per_sm)
 
 
 def _split_policy(num_rows: int, max_table_width: int, sms: int, programs_per_sm: int) -> int:
@@ -218,8 +220,7 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     if num_splits is not None:
         wanted = min(num_splits, max_table_width)
         return num_rows * wanted if wanted > 1 else 0
-    sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
-    most = _most_partials(min(max_table_width, 64), sms, config.programs_per_sm)  # the policy caps splits at 64
+    most = _most_partials(min(max_table_width, 64), _sms_of(device), config.programs_per_sm)  # splits <= 64
     return most[min(num_rows, len(most) - 1)]
 
 
