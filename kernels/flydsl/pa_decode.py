@@ -89,7 +89,7 @@ def make_plan(num_rows: int, max_table_width: int, group: int, device, *, num_sp
     cus = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 256
     slots = partial_slots(num_rows, max_table_width, cus, num_splits)
     ws_o = ws_ml = None
-    if slots:
+    if slots > 0:
         ws_o = torch.empty(slots, group, L.HEAD_DIM, dtype=torch.float32, device=device)
         ws_ml = torch.empty(slots, group, 2, dtype=torch.float32, device=device)
     return FlyDSLDecodePlan(NAME, num_rows, max_table_width, group, device, cus, num_splits, ws_o, ws_ml)

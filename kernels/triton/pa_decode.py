@@ -257,7 +257,7 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
                                   and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
     slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = None
-    if slots:
+    if slots > 0:
         part_out = torch.empty(slots, int(BLOCK_H), int(HEAD_DIM), dtype=torch.float32, device=device)
         part_lse = torch.empty(slots, int(BLOCK_H), dtype=torch.float32, device=device)
     return TritonDecodePlan(NAME, num_rows, max_table_width, group, device, config, num_splits, part_out, part_lse)
