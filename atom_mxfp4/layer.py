@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 import torch
 
 from . import ops
+from .backends import resolve_backend
 from .cache import FP8IndexKCache, MXFP4PageCache, allocate_index_k, as_records, index_records
 from .errors import expect, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layout import HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_TOPK, PAGE_SIZE, qkv_width
+from .plan import DecodePlan, plan_device
 from .rope import rope_cos_sin
 
 MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
@@ -91,6 +93,12 @@ class LayerConfig:
     def qkv_width(self) -> int:
         return qkv_width(self.num_q_heads, self.num_kv_heads, self.index_heads)
 
+    def pa_decode_shape(self, meta: "AttentionMetadata") -> tuple[int, int]:
+        """(rows, table width) a layer of this geometry may hand pa_decode for ``meta``'s batch: rows = tokens x kv
+        heads; width = the widest of a dense layer's tables (the block table's width) and a sparse layer's (topk, one
+        page per block), so one plan serves both kinds of layer."""
+        return meta.num_tokens * self.num_kv_heads, max(meta.block_table.shape[1], self.topk)
+
 
 @dataclass
 class AttentionMetadata:
@@ -99,12 +107,33 @@ class AttentionMetadata:
     positions [T] i64: each new token's position in its request; slot_mapping [T] i64: its cache slot
     (``page * 128 + offset``, -1 = do not write); token_request [T] i32: its row of ``block_table``;
     block_table [B, max_pages] i32: each request's page ids (position p lives in page ``block_table[b, p // 128]``).
+    plans: the batch's pa_decode plans (``pa_decode_plan``), made once and reused by every layer; a runner that
+    refills these tensors in place for the next batch (CUDA-graph buffers) keeps them: a plan depends on shapes only.
     """
 
     positions: torch.Tensor
     slot_mapping: torch.Tensor
     token_request: torch.Tensor
     block_table: torch.Tensor
+    plans: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def pa_decode_plan(self, config: LayerConfig, device, backend: str | None = None) -> DecodePlan:
+        """The pa_decode plan of this batch for layers of ``config``'s geometry on ``device`` (atom_mxfp4.plan).
+
+        Made on first use (``ops.plan_pa_decode``: by the runner beside the metadata, or by the first layer) and kept
+        per (backend, group, device); every later layer gets the same plan. A call the kept plan does not cover (more
+        tokens or a wider block table than it was made for) replaces it by one covering both. Never allocates when the
+        plan exists: build it before CUDA-graph capture."""
+        device = plan_device(device)
+        name = resolve_backend(backend, device).name
+        rows, width = config.pa_decode_shape(self)
+        key = (name, config.group, device)
+        plan = self.plans.get(key)
+        if plan is None or not plan.covers(backend=name, rows=rows, width=width, group=config.group, device=device):
+            if plan is not None:
+                rows, width = max(rows, plan.num_rows), max(width, plan.max_table_width)
+            plan = self.plans[key] = ops.plan_pa_decode(rows, width, config.group, device, backend=name)
+        return plan
 
     @classmethod
     def for_requests(cls, block_table: torch.Tensor, prefix_lens: list[int], new_lens: list[int]):
@@ -295,8 +324,9 @@ class SparseMXFP4Attention:
             tables, lens = self.dense_tables(meta)
         num_tokens = qkv.shape[0]
         out = torch.empty(num_tokens * c.num_kv_heads, c.group, c.head_dim, dtype=torch.bfloat16, device=qkv.device)
+        plan = meta.pa_decode_plan(c, qkv.device, self.backend)  # the batch's: made by the first layer or the runner
         ops.pa_decode(out, q.reshape(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v, tables,
-                      lens, softmax_scale=c.softmax_scale, backend=self.backend, check=False)
+                      lens, softmax_scale=c.softmax_scale, plan=plan, backend=self.backend, check=False)
         out = out.view(num_tokens, c.num_q_heads * c.head_dim)
         return (out, topk_blocks) if return_topk else out
 

@@ -19,6 +19,7 @@ from .errors import (expect, expect_contiguous, expect_device, expect_dtype, exp
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .layout import (HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK,  # noqa: F401
                      MAX_TOPK, NO_BLOCK, NO_SLOT, PAGE_SIZE, qkv_width)
+from .plan import DecodePlan, check_plan, plan_device
 
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
@@ -266,6 +267,10 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
               backend=None, check=True):
     """Paged attention, one query token per row, over MXFP4 K/V; writes and returns ``out``.
 
+    plan: None (the backend plans this call itself) or a ``DecodePlan`` from ``plan_pa_decode`` of the same backend
+    that covers the call (atom_mxfp4.plan: rows <= plan.num_rows, tables.shape[1] <= plan.max_table_width, the same
+    group and device); it is checked even with check=False (host-side, no sync) and gives the output of None.
+
     out [R, G, 128] bf16; q [R, G, 128] bf16 | float8_e4m3fn (G <= 16 query heads sharing the row's KV head);
     k_cache / v_cache [pages, kv_heads, 8704] u8 (addressed folded: id = page * kv_heads + head);
     tables [R, W] i32 folded page ids; context_lens [R] i32: token t < context_lens[r] is at page
@@ -324,15 +329,19 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
             _in_range(tables[used], "tables (entries below context_lens)", 0,
                       k_records.shape[0] * k_records.shape[1])
     impl = resolve_backend(backend, q.device)
+    if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
+        check_plan(plan, backend=impl.name, rows=q.shape[0], width=tables.shape[1], group=q.shape[1], device=q.device)
     impl.pa_decode(out, q, k_records, v_records, tables, context_lens, softmax_scale=float(softmax_scale),
                    query_scale=query_scale, plan=plan)
     return out
 
 
-def plan_pa_decode(num_rows: int, max_table_width: int, group: int, device, backend=None):
-    """A caller-owned workspace for pa_decode (graph-stable buffers); None when the backend needs none."""
+def plan_pa_decode(num_rows: int, max_table_width: int, group: int, device, backend=None) -> DecodePlan:
+    """The plan of pa_decode calls with <= num_rows rows, tables <= max_table_width wide, GQA group ``group`` on
+    ``device`` (atom_mxfp4.plan): made once per batch, its workspace (graph-stable buffers) serves every layer and
+    every CUDA-graph replay. ``backend``: as pa_decode's (the plan belongs to the backend resolved here)."""
     expect_int(num_rows, "num_rows", 0)
     expect_int(max_table_width, "max_table_width", 1)
     expect_int(group, "group", 1, MAX_GROUP)
     impl = resolve_backend(backend, device)
-    return impl.make_plan(num_rows, max_table_width, group, torch.device(device))
+    return impl.make_plan(num_rows, max_table_width, group, plan_device(device))

@@ -42,7 +42,7 @@ def _plans(case):
     rows, width = case.tables.shape
     group = case.q.shape[1]
     return {"split": ops.plan_pa_decode(rows, width, group, DEVICE, backend="flydsl"),
-            "direct": direct_plan(rows, width, group)}
+            "direct": direct_plan(rows, width, group, DEVICE)}
 
 
 IRREGULAR = [
@@ -66,6 +66,17 @@ def test_flydsl_matches_torch_backend(spec, path):
         err = (got - ref).abs() / C.tolerance(case, ref)
         assert err.max() <= 1.0, f"worst error {err.max():.3g}x tolerance at {divmod(int(err.argmax()), 128)}"
         assert torch.all(got[case.context_lens == 0] == 0)
+
+
+def test_a_larger_plan_gives_the_output_of_plan_none_bit_for_bit():
+    """One plan per batch (atom_mxfp4.plan): made for more rows and wider tables than the call, the launch splits
+    as plan=None does and writes the same bits."""
+    from atom_mxfp4 import ops
+
+    case = C.make_case("larger-plan", device=DEVICE, seed=7, **IRREGULAR[0])
+    rows, width = case.tables.shape
+    large = ops.plan_pa_decode(3 * rows + 5, 4 * width + 3, case.q.shape[1], DEVICE, backend="flydsl")
+    assert torch.equal(_run(case, large).view(torch.int16), _run(case, None).view(torch.int16))
 
 
 def test_self_check_passes_and_backend_none_prefers_flydsl():

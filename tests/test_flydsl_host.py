@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from atom_mxfp4.kernels import flydsl as F
 from atom_mxfp4.kernels.flydsl import cases as C
 from atom_mxfp4.kernels.flydsl import layout as L
-from atom_mxfp4.kernels.flydsl.pa_decode import _check_plan
+from atom_mxfp4.kernels.flydsl.pa_decode import launch_split, partial_slots
+from atom_mxfp4.plan import DecodePlan
 
 
 def test_not_available_and_self_check_refuses_on_cpu():
@@ -26,27 +29,73 @@ def test_pa_decode_refuses_a_non_gfx950_device_naming_it():
 
 
 @pytest.mark.parametrize("rows,width,group", [(1, 16, 16), (4, 3, 8), (600, 16, 1)])
-def test_make_plan_matches_choose_splits_and_sizes_the_workspace(rows, width, group):
+def test_make_plan_follows_the_protocol_and_the_split_policy(rows, width, group):
     plan = F.make_plan(rows, width, group, "cpu")
-    assert (plan.num_splits, plan.partition_tokens) == L.choose_splits(rows, width)
-    if plan.num_splits == 1:
-        assert plan.ws_o is None and plan.ws_ml is None
-    else:
-        assert plan.ws_o.shape == (rows, plan.num_splits, group, L.HEAD_DIM) and plan.ws_o.dtype == torch.float32
-        assert plan.ws_ml.shape == (rows, plan.num_splits, group, 2)
+    assert isinstance(plan, DecodePlan) and plan.backend == "flydsl" == F.NAME
+    assert (plan.num_rows, plan.max_table_width, plan.group, plan.device) == (rows, width, group, torch.device("cpu"))
+    assert plan.splits_for(rows, width) == L.choose_splits(rows, width)
+    slots = partial_slots(rows, width, 256, None)  # 600 rows never split, but fewer rows of a covered call do
+    assert slots > 0 and plan.ws_o.shape == (slots, group, L.HEAD_DIM) and plan.ws_o.dtype == torch.float32
+    assert plan.ws_ml.shape == (slots, group, 2) and plan.ws_ml.dtype == torch.float32
 
 
-def test_a_plan_that_does_not_cover_the_batch_is_rejected_by_name():
+@pytest.mark.parametrize("num_cus", [256, 5])
+@pytest.mark.parametrize("rows,width", [(1, 1), (3, 2), (9, 5), (40, 16), (11, 64), (700, 3), (2, 7), (227, 7)])
+def test_the_workspace_holds_every_launch_the_plan_covers(rows, width, num_cus):
+    """Brute force over every covered (rows, width): the launch's split fits the workspace. Sizing it for the plan's
+    own shape (rows x its splits) fails at (700, 3): fewer rows split more; sizing it for the widest table only fails
+    at (227, 7): 227 rows take 3 splits over 6 pages (681 slots) but 2 over 7 (partitions round up to 256 tokens)."""
+    slots = partial_slots(rows, width, num_cus, None)
+    needed = [r * s for r in range(1, rows + 1) for w in range(1, width + 1)
+              for s in [L.partition(w, L.wanted_splits(r, w, num_cus))[0]] if s > 1]
+    assert max(needed, default=0) <= slots <= rows * L.max_splits(width)
+
+
+def test_a_larger_plan_gives_the_launch_of_plan_none():
+    big = F.make_plan(300, 40, 16, "cpu")
+    for rows, width in [(1, 1), (7, 16), (300, 40), (129, 3), (256, 40)]:
+        _, *own = launch_split(None, rows, width, 16, torch.device("cpu"))
+        _, *with_big = launch_split(big, rows, width, 16, torch.device("cpu"))
+        assert with_big == own, (rows, width)
+
+
+def test_a_plan_that_does_not_cover_the_batch_is_refused_by_name():
     plan = F.make_plan(4, 8, 16, "cpu")
-    with pytest.raises(ValueError, match=r"plan.num_rows must be >= rows \(5\), got 4"):
-        _check_plan(plan, 5, 8, 16)
-    with pytest.raises(ValueError, match=r"plan.max_table_width must be >= tables.shape\[1\] \(9\), got 8"):
-        _check_plan(plan, 4, 9, 16)
-    with pytest.raises(ValueError, match=r"plan.group must be 8 \(q.shape\[1\]\), got 16"):
-        _check_plan(plan, 4, 8, 8)
-    with pytest.raises(TypeError, match="plan must be None or a plan"):
-        _check_plan(object(), 4, 8, 16)
-    _check_plan(plan, 3, 2, 16)  # a larger plan serves a smaller batch
+    cpu = torch.device("cpu")
+    with pytest.raises(ValueError, match=r"plan.num_rows must be >= q.shape\[0\] = 5 \(the call's rows\), got 4"):
+        launch_split(plan, 5, 8, 16, cpu)
+    with pytest.raises(ValueError, match=r"plan.max_table_width must be >= tables.shape\[1\] = 9, got 8"):
+        launch_split(plan, 4, 9, 16, cpu)
+    with pytest.raises(ValueError, match=r"plan.group must be q.shape\[1\] = 8, got 16"):
+        launch_split(plan, 4, 8, 8, cpu)
+    with pytest.raises(ValueError, match=r"plan.device must be q.device = meta, got cpu"):
+        launch_split(plan, 4, 8, 16, torch.device("meta"))
+    with pytest.raises(TypeError, match="plan must be None or a FlyDSLDecodePlan"):
+        launch_split(object(), 4, 8, 16, cpu)
+    other = DecodePlan("torch", 4, 8, 16, cpu)  # the protocol's base: another backend's plan
+    with pytest.raises(TypeError, match="FlyDSLDecodePlan.*got DecodePlan"):
+        launch_split(other, 4, 8, 16, cpu)
+    with pytest.raises(ValueError, match=r"plan.backend must be 'flydsl' \(the backend running pa_decode\), got "
+                                         r"'triton'"):
+        launch_split(dataclasses.replace(plan, backend="triton"), 4, 8, 16, cpu)
+    launch_split(plan, 3, 2, 16, cpu)  # a larger plan serves a smaller batch
+
+
+def test_a_hand_built_plan_too_small_for_the_split_is_refused():
+    plan = F.make_plan(4, 8, 16, "cpu")
+    assert plan.splits_for(4, 8)[0] > 1
+    small = dataclasses.replace(plan, ws_o=plan.ws_o[:3], ws_ml=plan.ws_ml[:3])
+    with pytest.raises(ValueError, match=r"plan workspace \(ws_o / ws_ml rows\) must be >= \d+ partial slots"):
+        launch_split(small, 4, 8, 16, torch.device("cpu"))
+
+
+def test_a_forced_split_count_is_taken_by_every_launch():
+    direct = F.make_plan(4, 8, 16, "cpu", num_splits=1)
+    assert direct.ws_o is None and launch_split(direct, 4, 8, 16, torch.device("cpu"))[1] == 1
+    three = F.make_plan(4, 8, 16, "cpu", num_splits=3)
+    assert three.splits_for(2, 8) == L.partition(8, 3) and three.ws_o.shape[0] >= 4 * 3
+    with pytest.raises(ValueError, match=r"num_splits must be None or an int >= 1, got 0"):
+        F.make_plan(4, 8, 16, "cpu", num_splits=0)
 
 
 def test_kernel_builder_refuses_other_architectures():

@@ -1,6 +1,7 @@
 """The import graph is one-way (STYLE.md, "One fact, one home"): read from the source with ``ast``, nothing run.
 
-- the ground floor (``layout``, ``errors``, ``registry``, ``rope``) and the codec (``format``) import nothing above them;
+- the ground floor (``layout``, ``errors``, ``registry``, ``rope``, ``plan``) and the codecs (``format``, ``index_k``)
+  import nothing above them;
 - a backend folder ``kernels/<name>/`` imports only the ground floor, the codec, its own folder, torch / triton /
   numpy / its vendor DSL and the standard library: never another backend, ops, cache, the layer or the oracle;
 - no cycle among the package's modules, counting imports inside functions too.
@@ -19,11 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"atom_mxfp4": ROOT / "atom_mxfp4", "atom_mxfp4.kernels": ROOT / "kernels",
             "atom_mxfp4.model_patches": ROOT / "model_patches", "atom_mxfp4.evals": ROOT / "evals"}
 GROUND = {"atom_mxfp4.layout", "atom_mxfp4.errors", "atom_mxfp4.registry", "atom_mxfp4.rope", "atom_mxfp4.format",
-          "atom_mxfp4.index_k"}  # index_k: the fp8 index-K codec beside format's MXFP4 one
+          "atom_mxfp4.index_k", "atom_mxfp4.plan"}  # index_k: the fp8 index-K codec beside format's MXFP4 one;
+# plan: the pa_decode plan protocol every backend's make_plan returns
 GROUND_MAY_IMPORT = {  # within the package
     "atom_mxfp4.layout": set(), "atom_mxfp4.errors": set(), "atom_mxfp4.rope": set(),
     "atom_mxfp4.registry": {"atom_mxfp4.errors"}, "atom_mxfp4.format": {"atom_mxfp4.errors", "atom_mxfp4.layout"},
     "atom_mxfp4.index_k": {"atom_mxfp4.errors", "atom_mxfp4.layout", "atom_mxfp4.format"},
+    "atom_mxfp4.plan": {"atom_mxfp4.errors"},
 }
 KERNEL_THIRD_PARTY = {"torch", "triton", "numpy", "flydsl"}
 

@@ -212,6 +212,85 @@ def test_decode_metadata_is_graph_stable(setup):
     assert meta.block_table[0, :4].tolist() == PAGES[0] and meta.block_table[1, :2].tolist() == PAGES[1]
 
 
+def _counting_make_plan(monkeypatch, backend):
+    """Count the kernel backend's make_plan calls (its op table's: what ops.plan_pa_decode calls)."""
+    from atom_mxfp4.backends import resolve_backend
+    table = resolve_backend(backend.kernel_backend, "cpu")
+    made, make_plan = [], table.make_plan
+    monkeypatch.setattr(table, "make_plan", lambda *a, **k: made.append(make_plan(*a, **k)) or made[-1])
+    return made
+
+
+def test_one_plan_per_batch_beside_the_metadata(monkeypatch):
+    """The pa_decode plan is built with the metadata, once per batch: an extend batch gets its own, built in
+    init_forward_metadata; every layer of the step (dense and sparse) reuses it; no layer plans again."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+    backend, req_to_token = make_setup()
+    made = _counting_make_plan(monkeypatch, backend)
+    gen = torch.Generator().manual_seed(13)
+    modules = []
+    for layer_id, sparse in ((0, False), (1, True)):
+        config = backend.configs[sparse]
+        modules.append(StandInAttention(layer_id, sparse, (config.num_q_heads + 2 * config.num_kv_heads) * 128, gen))
+    for step, (done, new) in enumerate([({0: 0, 1: 0}, {0: 40, 1: 3}), ({0: 40, 1: 3}, {0: 2, 1: 1})]):
+        fb = forward_batch(backend, req_to_token, done, new)
+        backend.init_forward_metadata(fb)
+        meta = backend.forward_metadata
+        assert len(made) == step + 1 and list(meta.plans.values()) == [made[-1]]
+        with forward_context(ForwardContext(attn_backend=backend)):
+            for module in modules * 2:  # four layer calls: dense, sparse, dense, sparse
+                config = backend.configs[module.is_sparse_attention_layer]
+                hidden = torch.randn(fb.positions.numel(), config.qkv_width, generator=gen).bfloat16()
+                MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+        assert len(made) == step + 1, f"step {step}: the layers planned again ({len(made)} plans)"
+        plan = made[-1]
+        assert plan.num_rows == fb.positions.numel() * backend.configs[True].num_kv_heads
+        assert plan.max_table_width == max(meta.block_table.shape[1], backend.configs[True].topk)
+
+
+def test_decode_buffers_share_one_plan_built_before_capture(monkeypatch):
+    """CUDA-graph contract for the plan: init_cuda_graph_state builds one decode plan for the largest batch size (it
+    covers every smaller one); the capture and replay paths (out_graph, in_graph) and the layers allocate none; a
+    replay on the same buffers with new contents gives the output of fresh metadata (a plan of its own)."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+
+    from atom_mxfp4.layer import AttentionMetadata
+    backend, req_to_token = make_setup()
+    made = _counting_make_plan(monkeypatch, backend)
+    backend.init_cuda_graph_state(max_bs=4, max_num_tokens=4)
+    assert len(made) == 1 and made[0].num_rows == 4 * backend.configs[True].num_kv_heads
+    assert all(meta.plans is backend._decode_plans for meta in backend._decode_buffers.values())
+    gen = torch.Generator().manual_seed(14)
+    config = backend.configs[True]
+    module = StandInAttention(1, True, (config.num_q_heads + 2 * config.num_kv_heads) * 128, gen)
+    # the prefix both requests decode after (an extend batch, its own plan)
+    fb = forward_batch(backend, req_to_token, {0: 0, 1: 0}, {0: 300, 1: 150})
+    backend.init_forward_metadata(fb)
+    with forward_context(ForwardContext(attn_backend=backend)):
+        MiniMaxM3Attention.forward(module, fb.positions, torch.randn(450, config.qkv_width, generator=gen).bfloat16(),
+                                   fb)
+    made.clear()
+    for step in range(2):  # "capture" then "replay": the same decode buffers, new contents
+        fb = forward_batch(backend, req_to_token, {0: 300 + step, 1: 150 + step}, {0: 1, 1: 1})
+        backend.init_forward_metadata_out_graph(fb, in_capture=step == 0)
+        backend.init_forward_metadata_in_graph(fb)
+        graph_meta = backend.forward_metadata
+        hidden = torch.randn(2, config.qkv_width, generator=gen).bfloat16()
+        fresh = AttentionMetadata(*(t.clone() for t in (graph_meta.positions, graph_meta.slot_mapping,
+                                                         graph_meta.token_request, graph_meta.block_table)))
+        records = [cache.records.clone() for cache in backend.pool.layer_caches(1)]
+        with forward_context(ForwardContext(attn_backend=backend)):
+            out = MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+        assert len(made) == 0, "the capture / replay path or a layer made a plan"
+        for cache, before in zip(backend.pool.layer_caches(1), records):  # the same step again, planned afresh
+            cache.records.copy_(before)
+        backend.forward_metadata = fresh
+        with forward_context(ForwardContext(attn_backend=backend)):
+            again = MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+        assert len(made) == 1 and list(fresh.plans.values()) == [made.pop()]  # fresh metadata planned for itself
+        assert torch.equal(out.view(torch.int16), again.view(torch.int16)), f"step {step}"
+
+
 def test_sglang_does_not_wrap_our_backend_in_its_minimax_hybrid(setup):
     from sglang.srt.layers.attention import attention_registry
     backend, _ = setup

@@ -161,18 +161,18 @@ def _decode_setup(gen, rows, group, width, pages, lens):
     return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
 
 
-@pytest.mark.parametrize("splits,prefetch", [(1, False), (3, False), (2, True)], ids=["direct", "split", "prefetch"])
+@pytest.mark.parametrize("splits", [1, 3, 2], ids=["direct", "split", "split2"])
 @pytest.mark.parametrize("case", [(5, 16, 3, [0, 1, 130, 300, 384]), (3, 5, 2, [97, 256, 129])],
                          ids=["R5-G16-empty-row", "R3-G5"])
-def test_pa_decode_matches_fp64(case, splits, prefetch):
+def test_pa_decode_matches_fp64(case, splits):
     from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig
     rows, group, width, lens = case
-    gen = _gen(rows * 31 + group + splits + prefetch)
+    gen = _gen(rows * 31 + group + splits)
     q, k, v, tables, context_lens = _decode_setup(gen, rows, group, width, rows * width + 2, lens)
     scale = 128 ** -0.5
     ref64 = attention_rows(q.double().numpy(), k, v, tables, context_lens, scale)
     plan = triton_backend.make_plan(rows, width, group, DEVICE, num_splits=splits,
-                                    config=DecodeConfig(block_n=64, prefetch=prefetch))
+                                    config=DecodeConfig(block_n=64))
     out = torch.full((rows, group, 128), float("nan"), dtype=torch.bfloat16, device=DEVICE)  # poisoned
     triton_backend.pa_decode(out, q.to(DEVICE), k.to(DEVICE), v.to(DEVICE), tables.to(DEVICE),
                              context_lens.to(DEVICE), softmax_scale=scale, query_scale=None, plan=plan)
@@ -214,20 +214,22 @@ def test_split_policy_fills_the_waves(monkeypatch, rows, width, per_sm, splits):
     monkeypatch.setattr(decode, "_num_sms", lambda index: 132)  # the H200 the policy was measured on
     assert decode.num_splits_for(rows, width, torch.device("cuda", 0), per_sm) == splits
     plan = decode.make_plan(rows, width, 16, "cpu", config=decode.DecodeConfig(programs_per_sm=per_sm))
-    assert plan.num_splits == -(-width // plan.pages_per_split) <= splits  # no split without pages
+    launch_splits, pages_per_split = plan.splits_for(rows, width)
+    assert launch_splits == -(-width // pages_per_split) <= splits  # no split without pages
 
 
 def test_plan_shapes_and_mismatch_error():
     plan = triton_backend.make_plan(3, 10, 16, DEVICE, num_splits=4)
-    assert plan.num_splits == 4 and plan.pages_per_split == 3 and plan.part_out.shape == (3, 4, 16, 128)
+    assert plan.splits_for(3, 10) == (4, 3) and plan.part_out.shape == (12, 16, 128)
+    assert plan.splits_for(2, 8) == (4, 2) and plan.part_lse.shape == (12, 16)  # every covered launch asks for 4
     direct = triton_backend.make_plan(3, 10, 16, DEVICE, num_splits=1)
-    assert direct.part_out is None
-    q = torch.zeros(2, 16, 128, dtype=torch.bfloat16, device=DEVICE)
+    assert direct.part_out is None and direct.splits_for(3, 10) == (1, 10)
+    q = torch.zeros(4, 16, 128, dtype=torch.bfloat16, device=DEVICE)
     records = torch.zeros(1, 1, RECORD, dtype=torch.uint8, device=DEVICE)
-    with pytest.raises(ValueError, match="plan"):
+    with pytest.raises(ValueError, match=r"plan.num_rows must be >= q.shape\[0\] = 4 \(the call's rows\), got 3"):
         triton_backend.pa_decode(torch.empty_like(q), q, records, records,
-                                 torch.zeros(2, 10, dtype=torch.int32, device=DEVICE),
-                                 torch.zeros(2, dtype=torch.int32, device=DEVICE), softmax_scale=1.0,
+                                 torch.zeros(4, 10, dtype=torch.int32, device=DEVICE),
+                                 torch.zeros(4, dtype=torch.int32, device=DEVICE), softmax_scale=1.0,
                                  query_scale=None, plan=plan)
 
 

@@ -54,7 +54,7 @@ def main(argv=None) -> None:
         except Exception as error:  # report and go on to the next backend
             print(f"{name:7s} unavailable: {type(error).__name__}: {error}")
             continue
-        splits = getattr(plan, "num_splits", "-")
+        splits = plan.splits_for(rows, width)[0] if hasattr(plan, "splits_for") else "-"  # torch: no split
         print(f"{name:7s} {us:9.1f} us  {nbytes / us / 1e3:7.1f} GB/s  splits={splits}")
 
 

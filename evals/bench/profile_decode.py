@@ -2,7 +2,7 @@
 reports of 2026-12-02 are in docs/bench/2026-12-02-h200-ptx/ncu/):
 
     ncu --clock-control none -k regex:_pa_decode_kernel --set full --page details \
-        python3 -P evals/bench/profile_decode.py --variants ptx-decode previous-default
+        python3 -P evals/bench/profile_decode.py --variants ptx-decode triton-decode
 
 Each variant is launched twice (the first compiles and warms up; ncu's ``--launch-skip`` is not needed because
 compilation launches nothing). Prints the variant order so the report's launches can be matched to the names.
@@ -15,16 +15,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run_bench import DEV, PREVIOUS_DEFAULT, random_records  # noqa: E402
+from run_bench import DEV, random_records  # noqa: E402
 
 import atom_mxfp4.kernels.triton as tb  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
 
-VARIANTS = {
+VARIANTS = {  # the 2026-12-02 reports also profiled variants removed since (docs/triton.md "Removed experiments")
     "ptx-decode": DecodeConfig(),  # the default
-    "previous-default": PREVIOUS_DEFAULT,  # tl.dot_scaled Q.K^T + Triton-decoded V, 2 stages
     "triton-decode": DecodeConfig(asm=False),
-    "ablation-no-decode": DecodeConfig(asm=False, decode=False),
 }
 
 
@@ -46,7 +44,8 @@ def main():
         for launch in range(2):
             tb.pa_decode(out, q, k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
             torch.cuda.synchronize()
-            print(f"launch {name} #{launch} rows={args.rows} ctx={args.context} splits={plan.num_splits}", flush=True)
+            splits = plan.splits_for(args.rows, width)[0]
+            print(f"launch {name} #{launch} rows={args.rows} ctx={args.context} splits={splits}", flush=True)
 
 
 if __name__ == "__main__":

@@ -196,10 +196,11 @@ def bench_dense(row_counts, contexts, log, config=None, num_splits=None):
                                             plan=plan)
 
             ms = graph_time_ms([call(s) for s in sets])
-            rec = dict(rows=rows, context=ctx, sets=n, splits=plan.num_splits, ms=ms,
+            splits = plan.splits_for(rows, width)[0]
+            rec = dict(rows=rows, context=ctx, sets=n, splits=splits, ms=ms,
                        TBs=per_call / (ms * 1e-3) / 1e12)
             out_rows.append(rec)
-            log(f"dense rows={rows} ctx={ctx}: splits={plan.num_splits} {ms:.4g} ms {rec['TBs']:.3f} TB/s")
+            log(f"dense rows={rows} ctx={ctx}: splits={splits} {ms:.4g} ms {rec['TBs']:.3f} TB/s")
             del sets
             torch.cuda.empty_cache()
     return out_rows
@@ -240,7 +241,7 @@ def bench_write(token_counts, log):
 
 
 def check_default_configs(log):
-    """If the default (tl.dot_scaled) kernels fail to compile here, fall back to decoding by hand and say so."""
+    """If the default (PTX decode) kernels fail to compile here, fall back to the Triton decode and say so."""
     # the package re-exports functions named like their modules: take the modules from sys.modules
     pd = sys.modules["atom_mxfp4.kernels.triton.pa_decode"]
     it = sys.modules["atom_mxfp4.kernels.triton.index_topk"]
@@ -255,17 +256,14 @@ def check_default_configs(log):
             [0, 1], dtype=torch.int32, device=DEV), lens, topk=2, init_blocks=0, local_blocks=1)
         torch.cuda.synchronize()
     except Exception as error:
-        log(f"default configs failed ({type(error).__name__}: {str(error)[:300]}); using dot_scaled=False")
-        pd.DEFAULT_CONFIG = DecodeConfig(dot_scaled=False)
-        it.DEFAULT_CONFIG = IndexConfig(dot_scaled=False)
+        log(f"default configs failed ({type(error).__name__}: {str(error)[:300]}); using asm=False")
+        pd.DEFAULT_CONFIG = DecodeConfig(asm=False)
+        it.DEFAULT_CONFIG = IndexConfig(asm=False)
     RESULTS_CONFIG["decode_config"] = str(pd.DEFAULT_CONFIG)
     RESULTS_CONFIG["index_config"] = str(it.DEFAULT_CONFIG)
 
 
 RESULTS_CONFIG = {}
-# the pa_decode default before the PTX decode (tl.dot_scaled Q.K^T + Triton-decoded V, 2 stages): the "before" of
-# docs/triton.md, kept in the sweeps for a same-run comparison
-PREVIOUS_DEFAULT = DecodeConfig(dot_scaled=True, asm=False, num_stages=2, maxnreg=None, programs_per_sm=3)
 
 
 # ---- tuning sweeps (first device call) ---------------------------------------------------------------------------
@@ -292,14 +290,12 @@ def sweep(log):
     the best config replaces the default for the benchmarks that follow only when SWEEP_MARGIN faster (reported)."""
     pd = sys.modules["atom_mxfp4.kernels.triton.pa_decode"]
     res, best, best_score = [], None, -1.0
-    # the grid of the 2026-12-02 afternoon run (earlier grids and their numbers: docs/triton.md)
+    # the 2026-12-02 afternoon grid without its removed variants (those and earlier grids: docs/triton.md)
     grid = [DecodeConfig(), DecodeConfig(num_stages=2, maxnreg=None, programs_per_sm=3)]  # PTX decode
-    grid += [DecodeConfig(dot_scaled=True)]  # PTX-decoded V + tl.dot_scaled Q.K^T
-    grid += [PREVIOUS_DEFAULT]
-    grid += [DecodeConfig(asm=False, decode=False)]  # ablation: no MXFP4 arithmetic (timing only)
+    grid += [DecodeConfig(asm=False)]  # the Triton decode (the interpreter's path)
     for cfg in grid:
         try:
-            if cfg.decode and not agrees_with_default(cfg):
+            if not agrees_with_default(cfg):
                 log(f"sweep {cfg}: output differs from the default config: not eligible")
                 continue
             r = bench_dense([512], [8192], lambda *_: None, config=cfg)
@@ -308,15 +304,13 @@ def sweep(log):
             log(f"sweep {cfg}: {type(error).__name__}: {str(error)[:200]}")
             continue
         for x in r:
-            x.update(block_n=cfg.block_n, warps=cfg.num_warps, dot_scaled=cfg.dot_scaled, decode=cfg.decode,
-                     prefetch=cfg.prefetch, asm=cfg.asm, config=str(cfg))
-            tag = "" if cfg.decode else "ABLATION no-decode "
-            log(f"sweep dense {tag}ds={cfg.dot_scaled} pf={cfg.prefetch} asm={cfg.asm} stages={cfg.num_stages} "
+            x.update(block_n=cfg.block_n, warps=cfg.num_warps, asm=cfg.asm, config=str(cfg))
+            log(f"sweep dense asm={cfg.asm} stages={cfg.num_stages} "
                 f"maxnreg={cfg.maxnreg} bn={cfg.block_n} w={cfg.num_warps} rows={x['rows']} ctx={x['context']}: "
                 f"{x['TBs']:.3f} TB/s")
         res += r
         score = sum(x["TBs"] for x in r)
-        if cfg.decode and score > best_score:
+        if score > best_score:
             best, best_score = cfg, score
     default_score = sum(x["TBs"] for x in res if x["config"] == str(pd.DEFAULT_CONFIG))
     if best is not None and best != pd.DEFAULT_CONFIG and best_score > SWEEP_MARGIN * default_score:

@@ -31,9 +31,11 @@ def main():
     rp = torch.tensor([0, 383, 200, 129, 5], dtype=torch.int32, device=DEV)
     ids = tb.index_topk(iq[:5].contiguous(), ik, block_table, rr, rp, topk=2, init_blocks=0, local_blocks=1)
     tables, lens = tb.build_sparse_tables(ids, block_table, rr, rp, num_kv_heads=1, pages_per_block=1)
-    for splits in (1, 2):
+    # forced direct / split, then the split policy under a plan made for more rows and wider tables (one per batch)
+    for plan in (tb.make_plan(5, tables.shape[1], 16, DEV, num_splits=1),
+                 tb.make_plan(5, tables.shape[1], 16, DEV, num_splits=2),
+                 tb.make_plan(64, tables.shape[1] + 30, 16, DEV)):
         out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
-        plan = tb.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits)
         tb.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
     ik8 = torch.zeros(pages, 1, FP8_RECORD_BYTES, dtype=torch.uint8, device=DEV)  # the fp8 index-K (issue 13)
     q8, iq8 = tb.fused_qknorm_rope_write(qkv, torch.randint(0, 512, (tokens,), device=DEV), *w, cos_sin, slots, k, v,
@@ -42,7 +44,7 @@ def main():
     tb.index_topk(iq8[:5].contiguous(), ik8, block_table, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                   index_k_dtype="fp8")
     torch.cuda.synchronize()
-    print("sanitize cases ran: write, index_topk, build_sparse_tables, pa_decode (direct, split), "
+    print("sanitize cases ran: write, index_topk, build_sparse_tables, pa_decode (direct, split, a larger plan), "
           "write + index_topk with the fp8 index-K")
 
 

@@ -32,24 +32,20 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 decode = importlib.import_module("atom_mxfp4.kernels.triton.pa_decode")
+decode_variant = importlib.import_module("atom_mxfp4.kernels.triton._mxfp4").decode_variant
 
 SIGNATURE = {
     "out_ptr": "*bf16", "q_ptr": "*bf16", "k_ptr": "*u8", "v_ptr": "*u8", "tables_ptr": "*i32",
     "context_lens_ptr": "*i32", "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32",
     "table_stride": "i32", "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
     "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "BLOCK_N": "constexpr", "MMA_BF16": "constexpr",
-    "DOT_SCALED": "constexpr", "DECODE": "constexpr", "PREFETCH": "constexpr",
+    "DECODE": "constexpr",
 }
 SHOWN = ("HMMA", "LDGSTS", "LDG", "LDS", "STS", "BAR", "PRMT", "LOP3", "SHF", "IMAD", "FMUL", "HMUL2", "HADD2", "F2FP")
-VARIANTS = {
+VARIANTS = {  # the counts of removed variants (dot_scaled, prefetch, no-decode ablation): docs/triton.md
     "PTX decode (default)": decode.DecodeConfig(),
-    "PTX decode V, dot_scaled QK": decode.DecodeConfig(dot_scaled=True),
     "PTX decode, 2 stages": decode.DecodeConfig(num_stages=2, maxnreg=None, programs_per_sm=3),
-    "dot_scaled QK + Triton-decoded V, 2 stages (default before the PTX decode)": decode.DecodeConfig(
-        dot_scaled=True, asm=False, num_stages=2, maxnreg=None, programs_per_sm=3),
     "Triton decode, 2 stages": decode.DecodeConfig(asm=False, num_stages=2, maxnreg=None),
-    "Triton decode + prefetch, 2 stages": decode.DecodeConfig(asm=False, prefetch=True, num_stages=2, maxnreg=None),
-    "ablation: no decode, 2 stages": decode.DecodeConfig(asm=False, decode=False, num_stages=2, maxnreg=None),
 }
 
 
@@ -67,7 +63,7 @@ class LoopCounts:
 
 def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str, int]:
     constants = {"HAS_QUERY_SCALE": False, "SPLIT": split, "BLOCK_N": config.block_n, "MMA_BF16": True,
-                 "DOT_SCALED": config.dot_scaled, "DECODE": decode.decode_mode(config, True), "PREFETCH": config.prefetch}
+                 "DECODE": decode_variant(config.asm).value}  # TRITON_INTERPRET is unset above: the GPU's choice
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     kernel = triton.compile(ASTSource(decode._pa_decode_kernel, SIGNATURE, constants, attrs),

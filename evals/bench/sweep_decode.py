@@ -16,15 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import copy_bandwidth_tbs  # noqa: E402
-from run_bench import PREVIOUS_DEFAULT, agrees_with_default, bench_dense, bench_indexer  # noqa: E402
+from run_bench import agrees_with_default, bench_dense, bench_indexer  # noqa: E402
 
 from atom_mxfp4.kernels.triton.index_topk import IndexConfig  # noqa: E402
 from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig  # noqa: E402
 
-CONFIGS = [PREVIOUS_DEFAULT, DecodeConfig(asm=False), DecodeConfig(dot_scaled=True)] + [
+CONFIGS = [DecodeConfig(asm=False)] + [
     DecodeConfig(block_n=bn, num_warps=w, num_stages=s, maxnreg=m) for bn, w, s, m in
     ((128, 4, 1, 128), (128, 4, 2, None), (64, 4, 1, 128), (128, 8, 1, None))]
-INDEX_CONFIGS = [IndexConfig(dot_scaled=True, asm=False), IndexConfig(asm=False), IndexConfig()]
+INDEX_CONFIGS = [IndexConfig(asm=False), IndexConfig()]
 # (rows, context, split counts): the two dense targets, then the sparse attend's shape (16 pages per row)
 SPLIT_GRID = [(512, 8192, (1, 2, 3, 4, 6, 8)), (4096, 2048, (1, 2)),
               (1, 2048, (4, 8, 16)), (8, 2048, (4, 8, 16)), (64, 2048, (2, 4, 8, 16)),

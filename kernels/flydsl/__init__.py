@@ -11,8 +11,10 @@ import torch
 
 from atom_mxfp4.registry import REFERENCE_BACKEND, Backend, register_backend
 
-from .check import is_available, self_check
-from .pa_decode import FlyDSLDecodePlan, make_plan, pa_decode
+NAME = "flydsl"  # the registered name; pa_decode's plans carry it (defined before the modules that import it)
+
+from .check import is_available, self_check  # noqa: E402
+from .pa_decode import FlyDSLDecodePlan, make_plan, pa_decode  # noqa: E402
 
 __all__ = ["pa_decode", "make_plan", "FlyDSLDecodePlan", "is_available", "self_check", "compile_isa", "IsaReport"]
 
@@ -41,7 +43,7 @@ def _checked(device_index: int) -> str | None:
     return None
 
 
-@register_backend("flydsl", rank=0)
+@register_backend(NAME, rank=0)
 class FlyDSLBackend(Backend):
     """``backend=None``'s first choice on gfx950, once its self-check against the torch backend passed."""
 

@@ -29,9 +29,9 @@ def is_available(device) -> bool:
     return True
 
 
-def direct_plan(rows: int, width: int, group: int) -> FlyDSLDecodePlan:
+def direct_plan(rows: int, width: int, group: int, device) -> FlyDSLDecodePlan:
     """A one-split plan: forces the direct path whatever the batch."""
-    return FlyDSLDecodePlan(rows, width, group, 1, max(width, 1) * C.L.PAGE_SIZE, None, None)
+    return make_plan(rows, width, group, device, num_splits=1)
 
 
 def run_case(case: C.DecodeCase, plan) -> tuple[float, str]:
@@ -60,12 +60,12 @@ def _self_check(device_index: int) -> None:
     for case in C.standard_cases(device):
         rows, width = case.tables.shape
         group = case.q.shape[1]
-        plans = {"split": make_plan(rows, width, group, device), "direct": direct_plan(rows, width, group)}
+        plans = {"split": make_plan(rows, width, group, device), "direct": direct_plan(rows, width, group, device)}
         for path, plan in plans.items():
             ratio, where = run_case(case, plan)
             if not ratio <= 1.0:
-                failures.append(f"{case.name} [{path}, {plan.num_splits} splits]: error {ratio:.3g}x the "
-                                f"tolerance; {where}")
+                failures.append(f"{case.name} [{path}, {plan.splits_for(rows, width)[0]} splits]: error "
+                                f"{ratio:.3g}x the tolerance; {where}")
     if failures:
         raise RuntimeError("FlyDSL pa_decode disagrees with the torch backend on " + str(device) + ":\n  "
                            + "\n  ".join(failures))

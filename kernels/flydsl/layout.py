@@ -164,16 +164,28 @@ def epilogue_dim0(thread):
 
 
 # ---- host-side planning ------------------------------------------------------------------------------------
-def choose_splits(num_rows: int, max_table_width: int, num_cus: int = 256, waves_per_cu: int = 2):
-    """(num_splits, partition_tokens) for a batch: fill about ``num_cus * waves_per_cu`` workgroups.
+def max_splits(max_table_width: int) -> int:
+    """One split per workgroup step (4 x 64 tokens) of the table at most."""
+    return math.ceil(max(1, max_table_width) * PAGE_SIZE / (WAVES * TILE))
 
-    A partition is a multiple of the workgroup's 4 x 64-token step, so every wave of a full partition has work;
-    one split is the direct path (no workspace, no merge).
-    """
+
+def wanted_splits(num_rows: int, max_table_width: int, num_cus: int = 256, waves_per_cu: int = 2) -> int:
+    """The split policy: enough splits to fill about ``num_cus * waves_per_cu`` workgroups, at most
+    ``max_splits``. Never falls when the table widens or the rows get fewer."""
+    wanted = math.ceil(num_cus * waves_per_cu / max(1, num_rows))
+    return max(1, min(max_splits(max_table_width), wanted))
+
+
+def partition(max_table_width: int, splits: int) -> tuple[int, int]:
+    """(num_splits, partition_tokens) for ``splits`` asked over tables ``max_table_width`` wide: a partition is a
+    multiple of the workgroup's 4 x 64-token step, so every wave of a full partition has work; as many splits as
+    the partition leaves non-empty (never more than asked); one split is the direct path (no workspace, no merge)."""
     step = WAVES * TILE
     max_tokens = max(1, max_table_width) * PAGE_SIZE
-    max_splits = math.ceil(max_tokens / step)
-    wanted = math.ceil(num_cus * waves_per_cu / max(1, num_rows))
-    splits = max(1, min(max_splits, wanted))
-    partition = math.ceil(math.ceil(max_tokens / splits) / step) * step
-    return math.ceil(max_tokens / partition), partition
+    tokens = math.ceil(math.ceil(max_tokens / max(1, splits)) / step) * step
+    return math.ceil(max_tokens / tokens), tokens
+
+
+def choose_splits(num_rows: int, max_table_width: int, num_cus: int = 256, waves_per_cu: int = 2):
+    """(num_splits, partition_tokens) of a launch: the policy's count, partitioned."""
+    return partition(max_table_width, wanted_splits(num_rows, max_table_width, num_cus, waves_per_cu))

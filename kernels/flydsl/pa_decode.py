@@ -12,26 +12,55 @@ import functools
 import torch
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
 
+from . import NAME
 from . import layout as L
 
 
-@dataclasses.dataclass(frozen=True)
-class FlyDSLDecodePlan:
-    """Graph-stable workspace of one batch shape (caller-owned; reuse it for every layer).
+@dataclasses.dataclass(frozen=True, eq=False)
+class FlyDSLDecodePlan(DecodePlan):
+    """The FlyDSL backend's plan (the protocol of atom_mxfp4.plan): the split policy's inputs + split-KV workspace.
 
-    num_splits == 1 is the direct path (no workspace). Otherwise the decode kernel writes, per (row, split,
-    head), the split's normalized O to ``ws_o`` [rows, splits, group, 128] f32 and (m, l) to ``ws_ml``
-    [rows, splits, group, 2] f32 (m in log2 units), and the merge kernel combines the splits that hold tokens.
+    A split launch writes, per (row, split, head), the split's normalized O to ``ws_o`` [slots, group, 128] f32 and
+    (m, l) to ``ws_ml`` [slots, group, 2] f32 (m in log2 units), slot ``row * num_splits + split`` (``partial_slots``:
+    enough for every launch the plan covers), and the merge kernel combines the splits that hold tokens. None when no
+    launch it covers splits.
     """
 
-    num_rows: int
-    max_table_width: int
-    group: int
-    num_splits: int
-    partition_tokens: int
+    num_cus: int  # compute units the split policy fills (the device's; 256 off a GPU)
+    num_splits: int | None  # None: each launch takes layout.wanted_splits(its rows, its width); an int: every launch
+    # asks for this many (the self-check forces the direct path with 1)
     ws_o: torch.Tensor | None
     ws_ml: torch.Tensor | None
+
+    def splits_for(self, rows: int, width: int) -> tuple[int, int]:
+        """(num_splits, partition_tokens) of a launch of ``rows`` x ``width``: the same for every plan covering it."""
+        wanted = self.num_splits if self.num_splits is not None else L.wanted_splits(rows, width, self.num_cus)
+        return L.partition(width, wanted)
+
+
+@functools.cache
+def _most_partials(width: int, num_cus: int) -> tuple[int, ...]:
+    """most[r] = the largest ``r' * splits`` over split launches of r' <= r rows, ``width`` pages (wanted_splits never
+    falls when the table widens and ``layout.partition`` never splits more than asked, so the plan's width bounds
+    every narrower launch). From 2 * num_cus rows on nothing splits: the table stops there."""
+    most, best = [0], 0
+    for rows in range(1, 2 * num_cus + 1):
+        splits = L.wanted_splits(rows, width, num_cus)
+        best = max(best, rows * splits) if splits > 1 else best
+        most.append(best)
+    return tuple(most)
+
+
+def partial_slots(num_rows: int, max_table_width: int, num_cus: int, num_splits: int | None) -> int:
+    """Workspace slots so that every launch of <= num_rows rows over tables <= max_table_width wide fits (0: none
+    of them splits)."""
+    if num_splits is not None:
+        wanted = min(num_splits, L.max_splits(max_table_width))
+        return num_rows * wanted if wanted > 1 else 0
+    most = _most_partials(max_table_width, num_cus)
+    return most[min(num_rows, len(most) - 1)]
 
 
 @functools.cache
@@ -50,24 +79,35 @@ def require_gfx950(device: torch.device) -> None:
                            f"{arch or 'not a ROCm device'}: use backend='triton' or 'torch'")
 
 
-def make_plan(num_rows: int, max_table_width: int, group: int, device) -> FlyDSLDecodePlan:
-    device = torch.device(device)
+def make_plan(num_rows: int, max_table_width: int, group: int, device, *, num_splits: int | None = None
+              ) -> FlyDSLDecodePlan:
+    """A plan for calls of <= num_rows rows and tables <= max_table_width wide (atom_mxfp4.plan); ``num_splits``:
+    None (the split policy, per launch) or a forced split count."""
+    device = plan_device(device)
+    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
+                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
     cus = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 256
-    splits, partition = L.choose_splits(num_rows, max_table_width, num_cus=cus)
+    slots = partial_slots(num_rows, max_table_width, cus, num_splits)
     ws_o = ws_ml = None
-    if splits > 1:
-        ws_o = torch.empty(num_rows, splits, group, L.HEAD_DIM, dtype=torch.float32, device=device)
-        ws_ml = torch.empty(num_rows, splits, group, 2, dtype=torch.float32, device=device)
-    return FlyDSLDecodePlan(num_rows, max_table_width, group, splits, partition, ws_o, ws_ml)
+    if slots > 0:
+        ws_o = torch.empty(slots, group, L.HEAD_DIM, dtype=torch.float32, device=device)
+        ws_ml = torch.empty(slots, group, 2, dtype=torch.float32, device=device)
+    return FlyDSLDecodePlan(NAME, num_rows, max_table_width, group, device, cus, num_splits, ws_o, ws_ml)
 
 
-def _check_plan(plan: FlyDSLDecodePlan, rows: int, width: int, group: int) -> None:
-    expect(isinstance(plan, FlyDSLDecodePlan), "plan", "None or a plan from make_plan / plan_pa_decode "
-           "(backend='flydsl')", type(plan).__name__, TypeError)
-    expect(plan.num_rows >= rows, "plan.num_rows", f">= rows ({rows})", plan.num_rows)
-    expect(plan.max_table_width >= width, "plan.max_table_width", f">= tables.shape[1] ({width})",
-           plan.max_table_width)
-    expect(plan.group == group, "plan.group", f"{group} (q.shape[1])", plan.group)
+def launch_split(plan, rows: int, width: int, group: int, device) -> tuple[FlyDSLDecodePlan, int, int]:
+    """The host side of a launch (no GPU needed): the plan (one of exactly this call's shape when None) checked
+    against the call, even under check=False, and the call's (num_splits, partition_tokens), which do not depend on
+    the plan's size. Refuses a plan whose workspace is too small for the split (a hand-built one)."""
+    if plan is None:
+        plan = make_plan(rows, max(width, 1), group, device)
+    check_plan(plan, backend=NAME, rows=rows, width=width, group=group, device=device, kind=FlyDSLDecodePlan)
+    num_splits, partition_tokens = plan.splits_for(rows, max(width, 1))
+    if num_splits > 1:
+        slots = 0 if plan.ws_o is None else min(plan.ws_o.shape[0], plan.ws_ml.shape[0])
+        expect(rows * num_splits <= slots, "plan workspace (ws_o / ws_ml rows)",
+               f">= {rows * num_splits} partial slots ({rows} rows x {num_splits} splits)", slots)
+    return plan, num_splits, partition_tokens
 
 
 def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
@@ -79,21 +119,19 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     require_gfx950(device)
     rows, group, _ = q.shape
     width = tables.shape[1]
-    if rows == 0:
-        return out
     for name, records in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(records.is_contiguous(), name, "dense contiguous records [pages, heads, 8704]",
                f"strides {tuple(records.stride())}")
     for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
             (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
         expect_contiguous(tensor, name)  # read by data_ptr with unit strides, even under check=False
-    if plan is None:
-        plan = make_plan(rows, max(width, 1), group, device)
-    _check_plan(plan, rows, width, group)
+    plan, num_splits, partition_tokens = launch_split(plan, rows, width, group, device)
+    if rows == 0:
+        return out
 
     # ---- tuning / specialization (constexpr: group, query dtype, split, query_scale kind) ----
     q_bf16 = q.dtype == torch.bfloat16
-    split = plan.num_splits > 1
+    split = num_splits > 1
     qscale_tensor = isinstance(query_scale, torch.Tensor)
     qscale_value = 1.0 if query_scale is None or qscale_tensor else float(query_scale)
     qscale_addr = query_scale.data_ptr() if qscale_tensor else 0
@@ -103,9 +141,9 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
 
     launch = build_pa_decode(group, q_bf16, split, qscale_tensor)
     launch(out.data_ptr(), q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(),
-           context_lens.data_ptr(), qscale_addr, ws_o_addr, ws_ml_addr, width, plan.partition_tokens,
-           plan.num_splits, qscale_value, float(softmax_scale) * L.LOG2E, rows, stream=stream)
+           context_lens.data_ptr(), qscale_addr, ws_o_addr, ws_ml_addr, width, partition_tokens, num_splits,
+           qscale_value, float(softmax_scale) * L.LOG2E, rows, stream=stream)
     if split:
-        build_merge(group)(out.data_ptr(), ws_o_addr, ws_ml_addr, context_lens.data_ptr(), plan.partition_tokens,
-                           plan.num_splits, rows, stream=stream)
+        build_merge(group)(out.data_ptr(), ws_o_addr, ws_ml_addr, context_lens.data_ptr(), partition_tokens,
+                           num_splits, rows, stream=stream)
     return out

@@ -18,6 +18,8 @@ import math
 import torch
 
 from atom_mxfp4.layout import PAGE_SIZE
+from atom_mxfp4.plan import DecodePlan, check_plan
+from atom_mxfp4.registry import REFERENCE_BACKEND
 
 from .paged import read_pages
 
@@ -25,9 +27,9 @@ ELEMENTS_PER_CHUNK = 1 << 25  # bounds the largest temporary (fp32 elements)
 LOG2E = math.log2(math.e)
 
 
-def make_plan(num_rows, max_table_width, group, device):
-    """The torch backend needs no workspace."""
-    return None
+def make_plan(num_rows, max_table_width, group, device) -> DecodePlan:
+    """The protocol's plan (atom_mxfp4.plan) with no workspace: the torch backend allocates per call."""
+    return DecodePlan(REFERENCE_BACKEND, num_rows, max_table_width, group, device)
 
 
 def _softmax2(logits, valid):
@@ -68,6 +70,8 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     # out [R, G, D] bf16; q [R, G, D] bf16|e4m3; tables [R, W] i32; context_lens [R] i32
     num_rows, width = tables.shape
     group = q.shape[1]
+    if plan is not None:  # refused as on every backend, though this one reads nothing from it
+        check_plan(plan, backend=REFERENCE_BACKEND, rows=num_rows, width=width, group=group, device=q.device)
     rows_per_chunk = max(1, ELEMENTS_PER_CHUNK // max(1, width * PAGE_SIZE * group))  # logits [n, G, W*128]
     rows_per_gather = max(1, ELEMENTS_PER_CHUNK // max(1, width * PAGE_SIZE * q.shape[2]))  # keys [n, W*128, D]
     number = 1.0 if query_scale is None or isinstance(query_scale, torch.Tensor) else float(query_scale)

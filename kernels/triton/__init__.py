@@ -14,13 +14,16 @@ import torch
 
 from atom_mxfp4.registry import Backend, register_backend
 
+NAME = "triton"  # the registered name; pa_decode's plans carry it (defined before the op modules import it)
+
 if importlib.util.find_spec("triton") is not None:  # without triton the backend is registered all the same
     from .index_topk import index_topk
-    from .pa_decode import make_plan, pa_decode
+    from .pa_decode import TritonDecodePlan, make_plan, pa_decode
     from .qknorm_rope_write import fused_qknorm_rope_write
     from .sparse_tables import build_sparse_tables
 
-__all__ = ["fused_qknorm_rope_write", "index_topk", "build_sparse_tables", "pa_decode", "make_plan"]
+__all__ = ["fused_qknorm_rope_write", "index_topk", "build_sparse_tables", "pa_decode", "make_plan",
+           "TritonDecodePlan"]
 
 
 def usable(device: torch.device) -> str | None:
@@ -34,7 +37,7 @@ def usable(device: torch.device) -> str | None:
     return None
 
 
-@register_backend("triton", rank=1)
+@register_backend(NAME, rank=1)
 class TritonBackend(Backend):
     """``backend=None`` picks it on a CUDA/ROCm device (the interpreter only on explicit request)."""
 

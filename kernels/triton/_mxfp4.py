@@ -7,6 +7,9 @@ Tensors here are kept as *pairs* (even elements, odd elements) shaped ``[4, 16]`
 inside the block; that way one byte is ``even | odd << 4`` with no reshape and the 32-block reduction is ``axis=1``.
 """
 
+import enum
+import os
+
 import triton
 import triton.language as tl
 
@@ -126,6 +129,23 @@ def e8m0_value(scale_byte):
     return (scale_byte.to(tl.int32) << 23).to(tl.float32, bitcast=True)
 
 
+class Decode(enum.IntEnum):
+    """How a kernel turns e2m1 codes and e8m0 scales into values: the ``DECODE`` constexpr (passed as ``.value``).
+
+    Both give the exact dequantized values (tests/gpu: bit for bit against ``format.dequantize_mxfp4``)."""
+
+    TRITON = 1  # e2m1_unscaled x e8m0_value in Triton arithmetic: the interpreter's (and any non-CUDA device's) path
+    PTX = 2  # the inline PTX of E2M1_BF16X2_ASM: NVIDIA GPUs only (DecodeConfig.asm / IndexConfig.asm, the default)
+
+
+PTX_DECODE = tl.constexpr(Decode.PTX.value)
+
+
+def decode_variant(asm: bool) -> Decode:
+    """The decode a launch uses: the PTX one when asked for and the kernel runs on the GPU, else the Triton one."""
+    return Decode.PTX if asm and mma_bf16() else Decode.TRITON
+
+
 @triton.jit
 def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.constexpr, DECODE: tl.constexpr):
     """Dequantize BLOCK_N tokens of one record.
@@ -133,8 +153,7 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.con
     record_ptr: uint8 pointer to the record start (int64 offsets already applied); token [BLOCK_N] int32 offsets
     in the page (0..127); mask [BLOCK_N] (False -> the token's bytes are never read, its values are 0).
     Returns values [BLOCK_N, 128] in element order: fp32, or bf16 (exact) when OUT_BF16 (halves the bytes the
-    join / layout change moves). DECODE=False is a *timing ablation only* (wrong values): the bytes are widened to
-    bf16 with no e2m1/e8m0 arithmetic, to measure what the decode costs (evals/bench --sweep).
+    join / layout change moves). DECODE: a ``Decode`` value.
     """
     block = tl.arange(0, 4)
     byte = tl.arange(0, 16)
@@ -142,15 +161,12 @@ def load_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr, OUT_BF16: tl.con
     data = tl.load(data_ptr, mask=mask[:, None, None], other=0)  # [N, 4, 16] uint8
     scale_ptr = record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + block[None, :]
     scale_byte = tl.load(scale_ptr, mask=mask[:, None], other=0)  # [N, 4] uint8
-    scale = e8m0_value(scale_byte)  # fp32
-    if DECODE == 2:  # the PTX decode (GPU only), bf16 out
+    if DECODE == PTX_DECODE:  # bf16 out
         low, high = decode_bytes_asm(data, scale_byte)
-    elif DECODE:
+    else:
+        scale = e8m0_value(scale_byte)  # fp32
         low = e2m1_unscaled(data & 0xF) * scale[:, :, None]
         high = e2m1_unscaled(data >> 4) * scale[:, :, None]
-    else:
-        low = data.to(tl.float32)
-        high = scale[:, :, None] + tl.zeros_like(low)
     if OUT_BF16:
         low = low.to(tl.bfloat16)
         high = high.to(tl.bfloat16)
@@ -187,47 +203,10 @@ def decode_bytes_asm(data, scale_byte):
 
 
 @triton.jit
-def load_token_bytes(record_ptr, token, mask):
-    """The raw bytes of tokens of one record: (codes [N, 4, 16] uint8, scales [N, 4] uint8); 0 where ~mask."""
-    block = tl.arange(0, 4)
-    byte = tl.arange(0, 16)
-    data = tl.load(record_ptr + token[:, None, None] * DATA_BYTES + block[None, :, None] * 16 + byte[None, None, :],
-                   mask=mask[:, None, None], other=0)
-    scale = tl.load(record_ptr + SCALE_OFFSET + token[:, None] * SCALE_BYTES + block[None, :], mask=mask[:, None],
-                    other=0)
-    return data, scale
-
-
-@triton.jit
-def decode_token_bytes(data, scale_byte, BLOCK_N: tl.constexpr, OUT_BF16: tl.constexpr):
-    """(codes [N, 4, 16] uint8, scales [N, 4] uint8) -> values [N, 128] (fp32, or bf16 when OUT_BF16; exact)."""
-    scale = e8m0_value(scale_byte)
-    low = e2m1_unscaled(data & 0xF) * scale[:, :, None]
-    high = e2m1_unscaled(data >> 4) * scale[:, :, None]
-    if OUT_BF16:
-        low = low.to(tl.bfloat16)
-        high = high.to(tl.bfloat16)
-    return tl.reshape(tl.join(low, high), (BLOCK_N, HEAD_DIM))
-
-
-@triton.jit
-def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr,
-            DECODE: tl.constexpr):
-    """q [BLOCK_H, D] (bf16 values) . K^T of BLOCK_N tokens of one record -> [BLOCK_H, N] fp32 (0 where invalid).
-
-    DOT_SCALED: ``tl.dot_scaled`` takes the e2m1 bytes [64, N] (packed along D) and the e8m0 scales [N, 4] as they
-    lie in the record and upcasts them in registers (the compiler's MXFP4 path); else the codes are decoded here.
-    """
-    if DOT_SCALED:
-        byte = tl.arange(0, 64)
-        block = tl.arange(0, 4)
-        k_codes = tl.load(record + offset[None, :] * 64 + byte[:, None], mask=valid[None, :], other=0)  # [64, N]
-        k_scale = tl.load(record + SCALE_OFFSET + offset[:, None] * 4 + block[None, :], mask=valid[:, None],
-                          other=0)  # [N, 4]
-        return tl.dot_scaled(q, None, "bf16", k_codes, k_scale, "e2m1")
-    else:
-        k = load_tokens(record, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # [N, D]
-        return tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
+def qk_tile(q, record, offset, valid, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DECODE: tl.constexpr):
+    """q [BLOCK_H, D] (bf16 values) . K^T of BLOCK_N tokens of one record -> [BLOCK_H, N] fp32 (0 where invalid)."""
+    k = load_tokens(record, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # [N, D]
+    return tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
 
 
 # ---- rounding ---------------------------------------------------------------------------------------------------
@@ -283,5 +262,4 @@ def mma_operand(x, MMA_BF16: tl.constexpr):
 
 def mma_bf16() -> bool:
     """True unless running under the Triton interpreter (TRITON_INTERPRET=1)."""
-    import os
     return os.environ.get("TRITON_INTERPRET") != "1"

@@ -28,7 +28,7 @@ from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
 
 from ._fp8 import fp8_scores, load_fp8_tokens
-from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, RECORD_BYTES, load_tokens, mma_bf16, mma_operand, qk_tile
+from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile
 
 INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
 LOCAL_KEY = tl.constexpr(_LOCAL_KEY)
@@ -39,8 +39,8 @@ BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
 def _score_kernel(
     idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
-    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DOT_SCALED: tl.constexpr, DECODE: tl.constexpr,
-    Q_FP32: tl.constexpr, INDEX_FP8: tl.constexpr, INDEX_RECORD_BYTES: tl.constexpr,
+    BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr, DECODE: tl.constexpr, Q_FP32: tl.constexpr,
+    INDEX_FP8: tl.constexpr, INDEX_RECORD_BYTES: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -72,7 +72,7 @@ def _score_kernel(
                 for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
                     offset = t + token_in_tile
                     visible = blk * PAGE_SIZE + offset <= position
-                    if INDEX_FP8 and DECODE == 2 and not Q_FP32:  # GPU: hardware e4m3 conversion, scale per block
+                    if INDEX_FP8 and DECODE == 2 and not Q_FP32:  # Decode.PTX (CUDA): hardware e4m3, scale per block
                         s = fp8_scores(idx_q_ptr + row * num_heads * HEAD_DIM, head_ok, record, offset, visible,
                                        BLOCK_H, BLOCK_N)
                     elif INDEX_FP8:  # e4m3 x 2**k: exact in fp32 and in bf16
@@ -85,7 +85,7 @@ def _score_kernel(
                         k = load_tokens(record, offset, visible, BLOCK_N, False, DECODE).to(tl.float32)
                         s = tl.dot(q, tl.trans(k), input_precision="ieee")
                     else:
-                        s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)  # [BLOCK_H, N]
+                        s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DECODE)  # [BLOCK_H, N]
                     s = tl.where(visible[None, :] & (s == s), s, float("-inf"))  # NaN never wins the max
                     score = tl.maximum(score, tl.max(s, axis=1))
                 bits = (score + 0.0).to(tl.int32, bitcast=True)  # -0.0 -> +0.0 (they tie in the torch backend)
@@ -132,10 +132,9 @@ class IndexConfig:
     score_warps: int = 4
     select_warps: int = 4
     blocks_per_program: int | None = None  # None: the heuristic below
-    dot_scaled: bool = False  # tl.dot_scaled on the MXFP4 index-K (GPU only)
-    asm: bool = True  # when not dot_scaled: the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same
-    # exact bf16 values as the Triton decode, so the same scores and ids. H200, 32K context (docs/triton.md,
-    # sweep_decode --index): batch 256 517 -> 376 us (1.10 -> 1.52 TB/s) vs dot_scaled; batch 1 unchanged
+    asm: bool = True  # the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same exact bf16 values as the
+    # Triton decode, so the same scores and ids. H200, 32K context (docs/triton.md, sweep_decode --index): batch 256
+    # 376 us (1.52 TB/s) vs 517 us (1.10 TB/s) for tl.dot_scaled, which was removed; batch 1 unchanged
 
 
 DEFAULT_CONFIG = IndexConfig()
@@ -195,9 +194,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache, block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
-        DOT_SCALED=cfg.dot_scaled and mma_bf16() and not q_fp32 and index_dtype is IndexKDtype.MXFP4,
-        DECODE=2 if cfg.asm and mma_bf16() else 1, Q_FP32=q_fp32,
+        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DECODE=decode_variant(cfg.asm).value, Q_FP32=q_fp32,
         INDEX_FP8=index_dtype is IndexKDtype.FP8, INDEX_RECORD_BYTES=width,
         num_warps=cfg.score_warps,
     )

@@ -10,11 +10,12 @@ Sentinels / guarantees:
   -inf logit gives its token weight 0, a row whose logits are all -inf is NaN (0 / 0).
 Two paths, one kernel: *split-KV* (grid rows x splits, each split a run of pages, partial (out, lse) in the plan's
 workspace, then an LSE merge) when rows are few; *direct* (one program per row, bf16 written at once) when many.
-The split count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA graph.
+The split count depends only on the launch's (rows, table width), never on the plan's size, so a plan made once per
+batch (atom_mxfp4.plan: any plan that covers the call) gives the output of plan=None, bit for bit, at every replay.
 Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import functools
 
 import torch
@@ -22,9 +23,11 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_token_bytes, load_token_bytes, load_tokens, mma_bf16, \
-    mma_operand, qk_tile, to_bf16_rne
+from . import NAME
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile, \
+    to_bf16_rne
 
 assert int(PAGE_SIZE) == 128, "TILES_PER_PAGE in _decode_kernel spells PAGE_SIZE as 128"
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
@@ -37,7 +40,7 @@ def _pa_decode_kernel(
     part_out_ptr, part_lse_ptr,
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
-    DOT_SCALED: tl.constexpr, DECODE: tl.constexpr, PREFETCH: tl.constexpr,
+    DECODE: tl.constexpr,
 ):
     tl.static_assert(PAGE_SIZE % BLOCK_N == 0)  # tiles never straddle a page
     row = tl.program_id(0).to(tl.int64)
@@ -64,53 +67,21 @@ def _pa_decode_kernel(
     TILES_PER_PAGE: tl.constexpr = 128 // BLOCK_N  # PAGE_SIZE // BLOCK_N as an int (the interpreter's % needs one)
     tile_begin = page_begin * TILES_PER_PAGE
     tile_end = page_end * TILES_PER_PAGE
-    if PREFETCH:
-        # the raw bytes of tile t + 1 are loaded before tile t is decoded, so one tile of loads is always in flight
-        # while the ALUs decode (Triton's pipeliner does not do this for loads that feed elementwise code)
-        page = tl.load(tables_ptr + row * table_stride + page_begin, mask=tile_begin < tile_end, other=0).to(tl.int64)
-        offset = token_in_tile
-        valid = (tile_begin < tile_end) & (page_begin * PAGE_SIZE + offset < context)
-        k_data, k_scale = load_token_bytes(k_ptr + page * RECORD_BYTES, offset, valid)
-        v_data, v_scale = load_token_bytes(v_ptr + page * RECORD_BYTES, offset, valid)
-        for tile in range(tile_begin, tile_end):
-            nxt = tile + 1
-            has_next = nxt < tile_end
-            next_page_index = nxt // TILES_PER_PAGE
-            next_page = tl.load(tables_ptr + row * table_stride + next_page_index, mask=has_next, other=0).to(tl.int64)
-            next_offset = (nxt % TILES_PER_PAGE) * BLOCK_N + token_in_tile
-            next_valid = has_next & (next_page_index * PAGE_SIZE + next_offset < context)
-            nk_data, nk_scale = load_token_bytes(k_ptr + next_page * RECORD_BYTES, next_offset, next_valid)
-            nv_data, nv_scale = load_token_bytes(v_ptr + next_page * RECORD_BYTES, next_offset, next_valid)
-
-            k = decode_token_bytes(k_data, k_scale, BLOCK_N, MMA_BF16)
-            logits = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16))) * scale
-            logits = tl.where(valid[None, :], logits, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
-            alpha = tl.exp2(m_i - m_safe)
-            p = tl.exp2(logits - m_safe[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = decode_token_bytes(v_data, v_scale, BLOCK_N, MMA_BF16)
-            acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
-            m_i = m_new
-            k_data, k_scale, v_data, v_scale, valid = nk_data, nk_scale, nv_data, nv_scale, next_valid
-    else:
-        for tile in range(tile_begin, tile_end):
-            page_index = tile // TILES_PER_PAGE
-            page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
-            offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
-            valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
-            logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DOT_SCALED, DECODE)
-            logits = logits * scale
-            logits = tl.where(valid[None, :], logits, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(logits, axis=1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
-            alpha = tl.exp2(m_i - m_safe)
-            p = tl.exp2(logits - m_safe[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # 0 if invalid
-            acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
-            m_i = m_new
+    for tile in range(tile_begin, tile_end):
+        page_index = tile // TILES_PER_PAGE
+        page = tl.load(tables_ptr + row * table_stride + page_index).to(tl.int64)
+        offset = (tile % TILES_PER_PAGE) * BLOCK_N + token_in_tile  # token offsets in the page
+        valid = page_index * PAGE_SIZE + offset < context  # tokens past context_lens are never loaded
+        logits = qk_tile(q, k_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE) * scale
+        logits = tl.where(valid[None, :], logits, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(logits, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(logits - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = load_tokens(v_ptr + page * RECORD_BYTES, offset, valid, BLOCK_N, MMA_BF16, DECODE)  # 0 if invalid
+        acc = acc * alpha[:, None] + tl.dot(mma_operand(p, MMA_BF16), mma_operand(v, MMA_BF16))
+        m_i = m_new
 
     # l_i > 0: a softmax; l_i == 0: no token, or every logit -inf; l_i NaN: a NaN or +inf logit (docs/api.md)
     has_tokens = l_i > 0.0
@@ -161,21 +132,17 @@ class DecodeConfig:
     # defaults = the config of the published H200 numbers (docs/bench/2026-12-02-h200-ptx/): 128-token tiles, 4 warps,
     # K and V decoded by the PTX of _mxfp4.E2M1_BF16X2_ASM, 1 stage, <= 128 registers (40 KB shared: 4 programs per
     # SM). In that run's sweep: 1.31 / 1.37 TB/s at 512 x 8192 / 4096 x 2048; 2 stages 1.31 / 1.33 and 1 stage
-    # without the cap 1.33 / 1.34 (the same within the spread); tl.dot_scaled Q.K^T + Triton-decoded V (the default
-    # before) 0.85 / 0.88. An earlier run: 8 warps 1.00 / 1.03, 64-token tiles 1.10 / 1.16.
+    # without the cap 1.33 / 1.34 (the same within the spread). An earlier run: 8 warps 1.00 / 1.03, 64-token tiles
+    # 1.10 / 1.16. Variants that lost and were removed (tl.dot_scaled Q.K^T, register prefetch, the no-decode
+    # ablation): docs/triton.md "Removed experiments".
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 1
-    dot_scaled: bool = False  # tl.dot_scaled for Q.K^T (GPU only; V and the interpreter decode by hand: Triton 3.6
-    # cannot lower dot_scaled with rhs_k_pack=False on sm_90, and V's scales run along D, not along the product's K)
-    prefetch: bool = False  # load tile t+1's bytes before decoding tile t (Triton decode; dot_scaled, asm ignored);
-    # correct on the H200 (tests/gpu) but no faster there: 0.74 / 0.82 TB/s vs 0.73 / 0.88 (sweep_decode, run 13)
     asm: bool = True  # decode with the PTX of _mxfp4.E2M1_BF16X2_ASM (GPU only; the interpreter keeps the Triton
     # decode): integer SIMD-in-register bit placement + two bf16x2 multiplies instead of per-element conversions
     maxnreg: int | None = 128  # register cap per thread (None: the compiler's choice)
     programs_per_sm: int = 4  # how many programs of this config an H200 SM holds (Nsight Compute: 4 for the default,
     # 121 registers and 40 KB shared; 3 for the 2-stage kernels, 58 KB): the unit of a wave for the split policy
-    decode: bool = True  # False: timing ablation only (bytes widened with no MXFP4 arithmetic; wrong values)
 
 
 @functools.cache
@@ -185,19 +152,18 @@ def _num_sms(device_index: int) -> int:
     return 4  # interpreter: small, so CPU tests exercise the split path
 
 
-DEFAULT_CONFIG = DecodeConfig()
+def _sms_of(device: torch.device) -> int:
+    return _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
 
 
-def decode_config(num_rows: int, group: int) -> DecodeConfig:
-    """Frozen tuning for the decode hot path (no autotune: a config never depends on a sequence length)."""
-    return DEFAULT_CONFIG
-
+DEFAULT_CONFIG = DecodeConfig()  # the tuning of make_plan(config=None) and of plan=None (never shape-dependent)
 
 WAVE_EFFICIENCY = 0.9  # the direct path splits until the last wave is at least this full (on average)
 
 
 def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int) -> int:
-    """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
+    """Splits per row of a launch of (rows, table width); a function of shapes only, so it is the same at every
+    replay of a CUDA graph.
 
     Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs
     fill their waves (``programs_per_sm`` x SMs programs each) to WAVE_EFFICIENCY. H200 measurements (docs/triton.md,
@@ -206,7 +172,10 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     fill 97% of one wave and stay unsplit (1.32 TB/s vs 1.31 at 3 splits), 256 rows take 2 splits (1.16 vs 0.93
     unsplit), 4096 rows stay unsplit.
     """
-    sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
+    return _split_policy(num_rows, max_table_width, _sms_of(device), programs_per_sm)
+
+
+def _split_policy(num_rows: int, max_table_width: int, sms: int, programs_per_sm: int) -> int:
     if num_rows == 0:
         return 1
     if num_rows < sms:
@@ -221,36 +190,77 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     return next((s for s in candidates if filled(s) >= WAVE_EFFICIENCY), max(candidates, key=filled))
 
 
-# ---- plan -------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DecodePlan:
-    """Caller-owned workspace of one (rows, table width, group) shape: reuse it for every layer and graph replay.
+def split_pages(width: int, splits: int) -> tuple[int, int]:
+    """(splits, pages_per_split) of a launch over tables ``width`` wide asked for ``splits``: at most one split per
+    page, and as many as ``pages_per_split`` leaves non-empty (never more than asked)."""
+    splits = max(1, min(splits, width))
+    pages_per_split = triton.cdiv(width, splits)
+    return triton.cdiv(width, pages_per_split), pages_per_split
 
-    part_out [rows, splits, 16, 128] fp32 and part_lse [rows, splits, 16] fp32 (None on the direct path).
+
+@functools.cache
+def _most_partials(width: int, sms: int, programs_per_sm: int) -> tuple[int, ...]:
+    """most[r] = the largest ``r' * splits`` over split launches (splits > 1) of r' <= r rows, ``width`` pages.
+
+    The policy's split count never falls when the table widens (a wider table only adds candidates), and
+    ``split_pages`` never splits more than asked, so ``width`` = the plan's width bounds every narrower launch. Rows
+    past 9 waves of the SMs never split (unsplit, their last wave is >= 90% full): the table stops there."""
+    most, best = [0], 0
+    for rows in range(1, 9 * programs_per_sm * sms + 1):
+        splits = _split_policy(rows, width, sms, programs_per_sm)
+        best = max(best, rows * splits) if splits > 1 else best
+        most.append(best)
+    return tuple(most)
+
+
+def partial_slots(num_rows: int, max_table_width: int, device: torch.device, config: DecodeConfig,
+                  num_splits: int | None) -> int:
+    """Partial (row, split) slots the workspace needs so that every launch a plan covers fits: the most that a
+    launch of <= num_rows rows over tables <= max_table_width wide takes (0: none of them splits)."""
+    if num_splits is not None:
+        wanted = min(num_splits, max_table_width)
+        return num_rows * wanted if wanted > 1 else 0
+    most = _most_partials(min(max_table_width, 64), _sms_of(device), config.programs_per_sm)  # splits <= 64
+    return most[min(num_rows, len(most) - 1)]
+
+
+# ---- plan -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class TritonDecodePlan(DecodePlan):
+    """The Triton backend's plan (the protocol of atom_mxfp4.plan): tuning + split-KV workspace.
+
+    part_out [slots, 16, 128] fp32 and part_lse [slots, 16] fp32: slot ``row * splits + split`` of a split launch
+    (``partial_slots``: enough for every launch the plan covers); None when no launch it covers splits.
     """
-    num_rows: int
-    max_table_width: int
-    group: int
-    num_splits: int
-    pages_per_split: int
+
+    config: DecodeConfig
+    num_splits: int | None  # None: each launch takes num_splits_for(its rows, its width); an int: every launch asks
+    # for this many (tests and benchmarks force a path this way)
     part_out: torch.Tensor | None
     part_lse: torch.Tensor | None
-    config: DecodeConfig
+
+    def splits_for(self, rows: int, width: int) -> tuple[int, int]:
+        """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
+        wanted = (self.num_splits if self.num_splits is not None
+                  else num_splits_for(rows, width, self.device, self.config.programs_per_sm))
+        return split_pages(width, wanted)
 
 
-def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None):
-    device = torch.device(device)
-    config = decode_config(num_rows, group) if config is None else config
-    splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device,
-                                                                      config.programs_per_sm)
-    splits = max(1, min(splits, max_table_width))
-    pages_per_split = triton.cdiv(max_table_width, splits)
-    splits = triton.cdiv(max_table_width, pages_per_split)  # no split without pages
+def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None) -> TritonDecodePlan:
+    """A plan for calls of <= num_rows rows and tables <= max_table_width wide (atom_mxfp4.plan).
+
+    ``config``: the tuning (None: DEFAULT_CONFIG); ``num_splits``: None (the split policy, per launch) or a forced
+    split count."""
+    device = plan_device(device)
+    config = DEFAULT_CONFIG if config is None else config
+    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
+                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
+    slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = None
-    if splits > 1:
-        part_out = torch.empty(num_rows, splits, int(BLOCK_H), int(HEAD_DIM), dtype=torch.float32, device=device)
-        part_lse = torch.empty(num_rows, splits, int(BLOCK_H), dtype=torch.float32, device=device)
-    return DecodePlan(num_rows, max_table_width, group, splits, pages_per_split, part_out, part_lse, config)
+    if slots > 0:
+        part_out = torch.empty(slots, int(BLOCK_H), int(HEAD_DIM), dtype=torch.float32, device=device)
+        part_lse = torch.empty(slots, int(BLOCK_H), dtype=torch.float32, device=device)
+    return TritonDecodePlan(NAME, num_rows, max_table_width, group, device, config, num_splits, part_out, part_lse)
 
 
 # ---- launcher ---------------------------------------------------------------------------------------------------
@@ -266,42 +276,34 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(cache.is_contiguous() and cache.shape[-1] == int(RECORD_BYTES), f"{name} layout",
                f"contiguous [pages, heads, {int(RECORD_BYTES)}] records", f"{list(cache.shape)} {cache.stride()}")
-    if plan is not None:
-        expect(plan.num_rows == rows and plan.max_table_width == width, "plan",
-               f"made for rows={rows}, max_table_width={width}",
-               f"rows={plan.num_rows}, max_table_width={plan.max_table_width}")
+    if plan is not None:  # even under check=False: a plan too small would be written past its workspace
+        check_plan(plan, backend=NAME, rows=rows, width=width, group=group, device=q.device, kind=TritonDecodePlan)
     # ---- flatten: a tensor query_scale is read per row; a number (or None = 1) is folded into the logit scale
     has_query_scale = isinstance(query_scale, torch.Tensor)
     query_scale_arg = query_scale if has_query_scale else context_lens  # never read when not has_query_scale
     scalar_scale = 1.0 if query_scale is None or has_query_scale else float(query_scale)
-    # ---- allocate (the plan's workspace; one is made here when the caller passed none)
+    # ---- allocate (the plan's workspace; plan=None: a plan of exactly this call's shape, made here)
     if rows == 0 or width == 0:  # ---- early return
         out.zero_()
         return out
     plan = make_plan(rows, width, group, q.device) if plan is None else plan
-    # ---- tuning
+    # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
+    splits, pages_per_split = plan.splits_for(rows, width)
+    split = splits > 1
+    if split:  # a hand-built plan could hold less than make_plan gives
+        slots = 0 if plan.part_out is None else min(plan.part_out.shape[0], plan.part_lse.shape[0])
+        expect(rows * splits <= slots, "plan workspace (part_out / part_lse rows)",
+               f">= {rows * splits} partial slots ({rows} rows x {splits} splits)", slots)
     # ---- launch
-    split = plan.num_splits > 1
-    _pa_decode_kernel[(rows, plan.num_splits)](
+    _pa_decode_kernel[(rows, splits)](
         out, q, k_cache, v_cache, tables, context_lens, query_scale_arg,
         plan.part_out if split else out, plan.part_lse if split else out,
-        width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
+        width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
-        DOT_SCALED=cfg.dot_scaled and mma_bf16(), DECODE=decode_mode(cfg, mma_bf16()),
-        PREFETCH=cfg.prefetch,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
+        DECODE=decode_variant(cfg.asm).value, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, plan.num_splits, num_warps=4)
+        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, splits, num_warps=4)
     return out
-
-
-def decode_mode(config: DecodeConfig, on_gpu: bool) -> int:
-    """The kernel's DECODE constexpr: 0 = ablation (no decode), 1 = Triton decode, 2 = PTX decode (GPU only)."""
-    return 0 if not config.decode else 2 if config.asm and on_gpu else 1
-
-
-def with_config(plan: DecodePlan, config: DecodeConfig) -> DecodePlan:
-    """The same plan with another tuning config (benchmarks and tests override tuning this way)."""
-    return replace(plan, config=config)

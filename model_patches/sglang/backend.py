@@ -9,6 +9,10 @@ Metadata (one ``AttentionMetadata`` per forward, shared by every layer):
 - decode: built in ``init_forward_metadata_in_graph`` into per-batch-size buffers allocated outside the graph
   (``init_cuda_graph_state`` / ``out_graph``), with static-shape device ops only, so a CUDA graph that captured it
   recomputes it from the runner's static inputs at replay.
+- the pa_decode plan (atom_mxfp4.plan) is built beside the metadata, once per batch, and every layer of the step
+  reuses it (``AttentionMetadata.pa_decode_plan``): per extend batch in ``out_graph``; for decode one plan for the
+  largest batch size, shared by every decode buffer (a plan covers fewer rows) and built in ``init_cuda_graph_state``
+  before any capture, so capture allocates no workspace and every replay reuses it.
 The model's attention module reaches the backend through ``forward_layer`` (hooks.py routes
 ``MiniMaxM3Attention.forward`` here): the layer gets the *raw* fused projection ``[q | k | v | idx_q | idx_k]`` and
 does QK-norm, RoPE and the MXFP4 write itself.
@@ -75,11 +79,19 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None
         self._decode_buffers: dict[int, AttentionMetadata] = {}
+        self._decode_plans: dict = {}  # AttentionMetadata.plans of every decode buffer: one plan for all sizes
 
     # ---- metadata ----
     def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
         cols = torch.arange(max_pages, device=self.req_to_token.device) * PAGE_SIZE
         return (self.req_to_token[req_pool_indices.long()][:, cols] // PAGE_SIZE).to(torch.int32)
+
+    def _with_plan(self, meta: AttentionMetadata) -> AttentionMetadata:
+        """Build the batch's pa_decode plan beside its metadata (a no-op when one covers it): dense and sparse layers
+        share it (``LayerConfig.pa_decode_shape``), and the layers find it in ``meta.plans``."""
+        for config in self.configs.values():
+            meta.pa_decode_plan(config, meta.positions.device, self.kernel_backend)
+        return meta
 
     def _decode_buffer(self, bs: int, device) -> AttentionMetadata:
         if bs not in self._decode_buffers:
@@ -87,11 +99,15 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                 positions=torch.zeros(bs, dtype=torch.int64, device=device),
                 slot_mapping=torch.full((bs,), -1, dtype=torch.int64, device=device),
                 token_request=torch.arange(bs, dtype=torch.int32, device=device),
-                block_table=torch.zeros(bs, self.max_pages, dtype=torch.int32, device=device))
-        return self._decode_buffers[bs]
+                block_table=torch.zeros(bs, self.max_pages, dtype=torch.int32, device=device),
+                plans=self._decode_plans)
+        return self._with_plan(self._decode_buffers[bs])
 
     def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int):
-        for bs in range(1, max_bs + 1):  # small tensors; allocated before capture so capture never allocates
+        # small tensors and the one decode plan (made for max_bs: it covers every smaller batch), all before capture,
+        # so capture never allocates
+        self._decode_buffer(max_bs, self.req_to_token.device)
+        for bs in range(1, max_bs):
             self._decode_buffer(bs, self.req_to_token.device)
 
     def get_cuda_graph_seq_len_fill_value(self):
@@ -111,9 +127,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         max_len = int(forward_batch.seq_lens_cpu.max()) if forward_batch.seq_lens_cpu is not None \
             else int(forward_batch.seq_lens.max())
         pages = min(self.max_pages, pages_for(max_len))
-        self.forward_metadata = AttentionMetadata(
+        self.forward_metadata = self._with_plan(AttentionMetadata(
             positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
-            token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous())
+            token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous()))
 
     def init_forward_metadata_in_graph(self, forward_batch):
         """Decode: static-shape device ops into the per-batch-size buffers (recorded by a CUDA graph)."""

@@ -3,8 +3,9 @@
 - prefill (chunked, with a cached prefix) then decode, sparse (MXFP4 and fp8 index-K) and dense: Triton on the GPU vs the torch backend on
   the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and attention within the named
   tolerance;
-- a decode step captured in a CUDA graph (``check=False``) and replayed on new inputs equals the eager step, output
-  and cache bytes, bit for bit.
+- a decode step captured in a CUDA graph (``check=False``) and replayed on new inputs equals the eager step (fresh
+  metadata, a plan of its own), output and cache bytes, bit for bit; the capture reuses the plan the warm-up cached on
+  the metadata.
 """
 
 import pytest
@@ -79,11 +80,13 @@ def test_layer_decode_cuda_graph_replay_equals_eager(sparse, index_k_dtype):
     # static decode buffers, as a runner keeps them for its graph
     meta = AttentionMetadata.for_requests(block_table.to(DEV), PROMPTS, [1] * len(PROMPTS))
     qkv = torch.cat([r.qkv[n : n + 1] for r, n in zip(requests, PROMPTS)]).to(DEV)
-    layer(qkv, meta, caches, check=False)  # warm-up: compile, RoPE table
+    layer(qkv, meta, caches, check=False)  # warm-up: compile, RoPE table, the batch's pa_decode plan (meta.plans)
     torch.cuda.synchronize()
+    plans = dict(meta.plans)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         captured = layer(qkv, meta, caches, check=False)
+    assert len(plans) == 1 and meta.plans == plans, "capture made a plan: its workspace would live in the graph pool"
 
     # the next decode step: new contents in the same buffers, then replay vs eager on a copy of the caches
     step = AttentionMetadata.for_requests(block_table.to(DEV), [n + 1 for n in PROMPTS], [1] * len(PROMPTS))

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.kernels.triton._mxfp4 import load_tokens
+from atom_mxfp4.kernels.triton._mxfp4 import Decode, load_tokens
 from atom_mxfp4.layout import RECORD_BYTES, qkv_width
 
 pytestmark = [pytest.mark.gpu,
@@ -61,7 +61,7 @@ def _dequant_kernel(records, out, DECODE: tl.constexpr):
     tl.store(out + page * 128 * 128 + token[:, None] * 128 + tl.arange(0, 128)[None, :], values)
 
 
-@pytest.mark.parametrize("decode", [1, 2], ids=["triton", "ptx"])
+@pytest.mark.parametrize("decode", list(Decode), ids=lambda d: d.name.lower())
 def test_tile_dequantize_bit_exact(decode):
     """The decode of one record tile (load_tokens, as pa_decode uses it) vs format.dequantize_mxfp4, bit for bit:
     every code byte in every position, scale bytes 2..254 (writers emit 1..254; 1 is left out because 0.5 * 2**-126
@@ -74,17 +74,15 @@ def test_tile_dequantize_bit_exact(decode):
     rec[:, 0, :8192] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32 * pages)]).view(pages, 8192)
     rec[:, 0, 8192:] = (torch.arange(pages * 512) % 253 + 2).view(pages, 512).to(torch.uint8)
     out = torch.empty(pages, 128, 128, dtype=torch.bfloat16, device=DEV)
-    _dequant_kernel[(pages,)](rec.to(DEV), out, DECODE=decode)
+    _dequant_kernel[(pages,)](rec.to(DEV), out, DECODE=decode.value)
     ref = dequantize_mxfp4(rec[:, 0, :8192].view(pages, 128, 64), rec[:, 0, 8192:].view(pages, 128, 4),
                            torch.bfloat16)
     assert torch.equal(out.cpu().view(torch.int16), ref.view(torch.int16))
 
 
-@pytest.mark.parametrize("dot_scaled,prefetch,asm", [(True, False, False), (False, False, False),
-                                                     (False, True, False), (False, False, True)],
-                         ids=["dot_scaled", "decode_by_hand", "prefetch", "ptx_decode"])
+@pytest.mark.parametrize("asm", [False, True], ids=["triton_decode", "ptx_decode"])
 @pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, None), (5, 7, 65, 9)])
-def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled, prefetch, asm):
+def test_pa_decode_large_vs_fp64(rows, group, width, splits, asm):
     triton_backend, _ = _backends()
     from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig
     gen = torch.Generator().manual_seed(rows + width)
@@ -94,7 +92,7 @@ def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled, prefetc
     scale = 128 ** -0.5
     ref = attention_rows(q.double().numpy(), k, v, tables, context_lens, scale)
     plan = triton_backend.make_plan(rows, width, group, DEV, num_splits=splits,
-                                    config=DecodeConfig(dot_scaled=dot_scaled, prefetch=prefetch, asm=asm))
+                                    config=DecodeConfig(asm=asm))
     out = torch.full((rows, group, 128), float("nan"), dtype=torch.bfloat16, device=DEV)
     triton_backend.pa_decode(out, q.to(DEV), k.to(DEV), v.to(DEV), tables.to(DEV), context_lens.to(DEV),
                              softmax_scale=scale, query_scale=None, plan=plan)
@@ -102,16 +100,20 @@ def test_pa_decode_large_vs_fp64(rows, group, width, splits, dot_scaled, prefetc
     assert np.isfinite(got).all()
     assert (got[np.array(lens) == 0] == 0).all()
     rel = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-    assert rel < ATTN_REL_TOL, f"relative error {rel:.2e} (splits={plan.num_splits})"
+    assert rel < ATTN_REL_TOL, f"relative error {rel:.2e} (splits={plan.splits_for(rows, width)[0]})"
 
 
+@pytest.mark.parametrize("larger_plan", [False, True], ids=["own-plan", "larger-plan"])
 @pytest.mark.parametrize("rows,width", [(8, 64), (200, 16)], ids=["split", "direct"])
-def test_pa_decode_cuda_graph_replay_equals_eager(rows, width):
+def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, larger_plan):
+    """Replay equals eager with plan=None, bit for bit, with the call's own plan and with one plan made for more
+    rows and wider tables (atom_mxfp4.plan: one plan per batch serves every layer)."""
     triton_backend, _ = _backends()
     gen = torch.Generator().manual_seed(7 * rows)
     lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
     q, k, v, tables, context_lens = (x.to(DEV) for x in _decode_case(gen, rows, 16, width, lens))
-    plan = triton_backend.make_plan(rows, width, 16, DEV)
+    plan = (triton_backend.make_plan(3 * rows + 7, 4 * width, 16, DEV) if larger_plan
+            else triton_backend.make_plan(rows, width, 16, DEV))
     out = torch.empty(rows, 16, 128, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
     triton_backend.pa_decode(out, q, k, v, tables, context_lens, **args)  # warm-up / compile
@@ -126,7 +128,7 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width):
     torch.cuda.synchronize()
     replayed = out.clone()
     eager = torch.empty_like(out)
-    triton_backend.pa_decode(eager, q, k, v, tables, context_lens, **args)
+    triton_backend.pa_decode(eager, q, k, v, tables, context_lens, **dict(args, plan=None))
     assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
 
 
@@ -154,18 +156,17 @@ def _index_case(gen, rows, max_blocks, requests=4, index_k_dtype="mxfp4"):
     return idx_q, records, block_table.contiguous(), row_request, row_position
 
 
-@pytest.mark.parametrize("dot_scaled,asm,index_k_dtype", [(True, False, "mxfp4"), (False, False, "mxfp4"),
-                                                         (False, True, "mxfp4"), (False, True, "fp8")],
-                         ids=["dot_scaled", "decode_by_hand", "ptx_decode", "fp8"])
+@pytest.mark.parametrize("asm,index_k_dtype", [(False, "mxfp4"), (True, "mxfp4"), (True, "fp8")],
+                         ids=["triton_decode", "ptx_decode", "fp8"])
 @pytest.mark.parametrize("rows,max_blocks", [(300, 97), (3, 333)])
-def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, dot_scaled, asm, index_k_dtype):
+def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, asm, index_k_dtype):
     triton_backend, torch_backend = _backends()
     from atom_mxfp4.kernels.triton.index_topk import IndexConfig
     gen = torch.Generator().manual_seed(rows * max_blocks)
     args = _index_case(gen, rows, max_blocks, index_k_dtype=index_k_dtype)
     kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype)
     ours = triton_backend.index_topk(*(a.to(DEV) for a in args), **kwargs,
-                                     config=IndexConfig(dot_scaled=dot_scaled, asm=asm))
+                                     config=IndexConfig(asm=asm))
     ref = torch_backend.index_topk(*args, **kwargs)
     assert torch.equal(ours.cpu(), ref), int((ours.cpu() != ref).sum())
     _, _, block_table, row_request, row_position = args
