@@ -109,8 +109,10 @@ def test_hopper_is_explicit_only_and_refused_off_sm90(monkeypatch):
     finally:
         backends._resolve.cache_clear()
 
+
 def test_unknown_backend_names_argument_expected_and_actual():
-    with pytest.raises(ValueError, match=r"backend must be None or one of \['torch', 'triton', 'hopper', 'flydsl'\], got 'cuda'"):
+    expected = r"backend must be None or one of \['torch', 'triton', 'hopper', 'flydsl'\], got 'cuda'"
+    with pytest.raises(ValueError, match=expected):
         backends.resolve_backend("cuda", "cpu")
 
 

@@ -124,7 +124,8 @@ def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr):
     p0, p1, p2, p3 = gl.inline_asm_elementwise(K_DECODE_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
                                                dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
     pairs = gl.join(gl.join(unpack_bf16x2(p0), unpack_bf16x2(p1)), gl.join(unpack_bf16x2(p2), unpack_bf16x2(p3)))
-    kt = gl.reshape(gl.permute(gl.reshape(pairs, K_CHAIN_SHAPE.value), K_CHAIN_ORDER.value), [WARPS, HEAD_DIM, TOKENS_PER_WARP])
+    kt = gl.permute(gl.reshape(pairs, K_CHAIN_SHAPE.value), K_CHAIN_ORDER.value)
+    kt = gl.reshape(kt, [WARPS, HEAD_DIM, TOKENS_PER_WARP])
     return gl.convert_layout(kt, operand_layout, assert_trivial=True)
 
 
@@ -141,5 +142,6 @@ def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.const
     beta2 = gl.join(unpack_bf16x2(r4), unpack_bf16x2(r5))
     beta3 = gl.join(unpack_bf16x2(r6), unpack_bf16x2(r7))
     pairs = gl.join(gl.join(beta0, beta1), gl.join(beta2, beta3))  # [w, p, g, word, par, nib, beta0, beta1]
-    v = gl.reshape(gl.permute(gl.reshape(pairs, V_CHAIN_SHAPE.value), V_CHAIN_ORDER.value), [WARPS, TOKENS_PER_WARP, HEAD_DIM])
+    v = gl.permute(gl.reshape(pairs, V_CHAIN_SHAPE.value), V_CHAIN_ORDER.value)
+    v = gl.reshape(v, [WARPS, TOKENS_PER_WARP, HEAD_DIM])
     return gl.convert_layout(v, operand_layout, assert_trivial=True)

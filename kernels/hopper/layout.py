@@ -78,11 +78,17 @@ V_WORDS_BASES = dict(
 # see _decode.V_PAIR_OFFSETS) and the joins: [w, p, g, word, par, nib, beta0, beta1] (element 2 beta + nib of the word);
 # this permutation and reshape make it the B operand V [w, k, n] with k = 2 p + par (token in the warp's 32) and
 # n = g + 8 (nib + 2 beta0 + 4 beta1 + 8 word)
+V_PARITY_LAST = [0, 1, 3, 4, 2]  # [w, p, par, g, word] -> [w, p, g, word, par]: split into even / odd token words
 V_CHAIN_SHAPE = [WARPS, TOKENS_PER_WARP // 2, 8, 2, 2, 2, 2, 2]
 V_CHAIN_ORDER = [0, 1, 4, 3, 7, 6, 5, 2]
 # head dim bit of each bit of the output column n: n0 n1 n2 = g -> d4 d5 d6; n3..n6 = the element of the 8-byte
 # chunk -> d0..d3, i.e. pv_dim(n) = 16 (n & 7) + (n >> 3)
 PV_DIM_BITS = (4, 5, 6, 0, 1, 2, 3)
+
+# the output accumulator's columns n (head dim pv_dim(n)) back in head-dim order: [16, 128] viewed as
+# [16, n >> 3, n & 7], permuted to [16, n & 7, n >> 3] and flattened is index 16 (n & 7) + (n >> 3) = pv_dim(n)
+OUT_COLUMNS_SHAPE = [BLOCK_H, 16, 8]
+OUT_COLUMNS_ORDER = [0, 2, 1]
 
 # ---- shared memory ring and the global -> shared copies --------------------------------------------------------------
 # per stage: K codes [128, 16] + K scales [128] + V codes [128, 16] + V scales [128] int32 words = 17408 B

@@ -48,6 +48,9 @@ RECORD_WORDS = gl.constexpr(L.RECORD_WORDS)
 CODE_WORDS = gl.constexpr(L.CODE_WORDS)
 SCALE_WORD = gl.constexpr(L.SCALE_WORD)
 QK_DIM_BITS = gl.constexpr(L.QK_DIM_BITS)
+V_PARITY_LAST = gl.constexpr(L.V_PARITY_LAST)
+OUT_COLUMNS_SHAPE = gl.constexpr(L.OUT_COLUMNS_SHAPE)
+OUT_COLUMNS_ORDER = gl.constexpr(L.OUT_COLUMNS_ORDER)
 
 MMA = gl.constexpr(gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.MMA_WARPS, instr_shape=L.MMA_INSTR_SHAPE))
 A_OPERAND = gl.constexpr(gl.DotOperandLayout(0, MMA.value, L.K_WIDTH))  # Q [4, 16, 128] and P [4, 16, 32]
@@ -57,7 +60,7 @@ V_WORDS = gl.constexpr(gl.DistributedLinearLayout(**L.V_WORDS_BASES))
 ROWS_MMA = gl.constexpr(gl.SliceLayout(2, MMA.value))  # [4, 16] per-warp softmax state
 COPY_CODES = gl.constexpr(gl.BlockedLayout([1, L.COPY_CODE_VEC], [8, 4], [L.WARPS, 1], [1, 0]))  # [128, 16] words
 COPY_SCALES = gl.constexpr(gl.BlockedLayout([1], [32], [L.WARPS], [0]))  # [128] words
-RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [stages, 128, 16]: one [128, 16] per stage, no swizzle
+RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [stages, 128, 16]: unswizzled [128, 16] stages
 RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))  # [stages, 128]
 MERGE = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [16, 128] fp32
 
@@ -124,7 +127,7 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
     l_i = l_i * alpha + gl.sum(p, axis=2)
     p_operand = gl.convert_layout(p.to(gl.bfloat16), A_OPERAND, assert_trivial=True)  # the QK registers as they are
     # ---- V: words [w, p, par, g, word], the parity split into (even, odd) tokens, decoded into the B operand of P.V
-    v_words = gl.permute(v_codes.index(slot).reshape(L.V_WORDS_SHAPE).load(V_WORDS), [0, 1, 3, 4, 2])
+    v_words = gl.permute(v_codes.index(slot).reshape(L.V_WORDS_SHAPE).load(V_WORDS), V_PARITY_LAST.value)
     v_scale_words = v_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP // 2, 2]).load(
         gl.SliceLayout(3, gl.SliceLayout(4, V_WORDS)))
     group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
@@ -189,7 +192,7 @@ def _pa_decode_kernel(
     l_sum = gl.sum(l_i * weight, axis=0)
     o = gl.sum(acc * weight[:, :, None], axis=0)  # [16, 128 (column n)]
     # columns n -> head dims layout.pv_dim(n) = 16 (n & 7) + (n >> 3): un-permute in registers
-    o = gl.reshape(gl.permute(gl.reshape(o, [BLOCK_H, 16, 8]), [0, 2, 1]), [BLOCK_H, HEAD_DIM])
+    o = gl.reshape(gl.permute(gl.reshape(o, OUT_COLUMNS_SHAPE.value), OUT_COLUMNS_ORDER.value), [BLOCK_H, HEAD_DIM])
     o = gl.convert_layout(o, MERGE)
     l_sum = gl.convert_layout(l_sum, gl.SliceLayout(1, MERGE))
     m_all = gl.convert_layout(m_all, gl.SliceLayout(1, MERGE))
