@@ -104,17 +104,40 @@ def _load_query(q_ptr, row, group):
 
 
 @gluon.jit
-def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales):
-    """One page (ring slot ``slot``): per warp, logits of its 32 tokens, online softmax update, P.V accumulate."""
-    # ---- K: words [w, n, c, j] + the scale byte of chunk c of each token, decoded into the B operand of Q.K^T
+def _k_operand(k_codes, k_scales, slot):
+    """K^T of ring slot ``slot`` as the B operand of Q.K^T [4 warps, 128 (head dim layout.qk_dim(k)), 32 tokens]:
+    words [w, n, c, j] + the scale byte of chunk c of each token, decoded in the registers that loaded them."""
     k_words = k_codes.index(slot).reshape(L.K_WORDS_SHAPE).load(K_WORDS)
     k_scale_layout: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, K_WORDS))
     k_scale_words = k_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP]).load(k_scale_layout)
     chunk = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, K_WORDS))))
     k_scale = (k_scale_words[:, :, None] >> (8 * chunk[None, None, :])) & 0xFF
     k_pair = scale_bf16x2(k_scale, k_scale)
-    kt = decode_k_operand(k_words, gl.broadcast(k_pair[:, :, :, None], k_words)[0], B_OPERAND)
-    logits = mma_v2(q, kt, gl.zeros([WARPS, BLOCK_H, TOKENS_PER_WARP], gl.float32, MMA)) * scale
+    return decode_k_operand(k_words, gl.broadcast(k_pair[:, :, :, None], k_words)[0], B_OPERAND)
+
+
+@gluon.jit
+def _v_operand(v_codes, v_scales, slot):
+    """V of ring slot ``slot`` as the B operand of P.V [4 warps, 32 tokens, 128 (head dim layout.pv_dim(n))]: words
+    [w, p, par, g, word], the token parity split into (even, odd) words, decoded in the registers that loaded them."""
+    v_words = gl.permute(v_codes.index(slot).reshape(L.V_WORDS_SHAPE).load(V_WORDS), V_PARITY_LAST.value)
+    v_scale_words = v_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP // 2, 2]).load(
+        gl.SliceLayout(3, gl.SliceLayout(4, V_WORDS)))
+    group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
+    v_scale = (v_scale_words[:, :, :, None] >> (8 * (group8[None, None, None, :] >> 1))) & 0xFF  # [w, p, par, g]
+    v_scale_even, v_scale_odd = gl.split(gl.permute(v_scale, [0, 1, 3, 2]))
+    v_pair = scale_bf16x2(v_scale_even, v_scale_odd)  # [w, p, g]
+    even_words, odd_words = gl.split(v_words)
+    v_pair = gl.convert_layout(v_pair, gl.SliceLayout(3, even_words.type.layout), assert_trivial=True)
+    v_pair = gl.broadcast(v_pair[:, :, :, None], even_words)[0]
+    return decode_v_operand(even_words, odd_words, v_pair, B_OPERAND)
+
+
+@gluon.jit
+def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales):
+    """One page (ring slot ``slot``): per warp, logits of its 32 tokens, online softmax update, P.V accumulate."""
+    logits = mma_v2(q, _k_operand(k_codes, k_scales, slot),
+                    gl.zeros([WARPS, BLOCK_H, TOKENS_PER_WARP], gl.float32, MMA)) * scale
     # ---- online softmax per warp (log2 units); tokens past the context: -inf
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, MMA)))
     token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, gl.SliceLayout(1, MMA)))
@@ -126,19 +149,7 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
     p = gl.exp2(logits - m_safe[:, :, None])
     l_i = l_i * alpha + gl.sum(p, axis=2)
     p_operand = gl.convert_layout(p.to(gl.bfloat16), A_OPERAND, assert_trivial=True)  # the QK registers as they are
-    # ---- V: words [w, p, par, g, word], the parity split into (even, odd) tokens, decoded into the B operand of P.V
-    v_words = gl.permute(v_codes.index(slot).reshape(L.V_WORDS_SHAPE).load(V_WORDS), V_PARITY_LAST.value)
-    v_scale_words = v_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP // 2, 2]).load(
-        gl.SliceLayout(3, gl.SliceLayout(4, V_WORDS)))
-    group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
-    v_scale = (v_scale_words[:, :, :, None] >> (8 * (group8[None, None, None, :] >> 1))) & 0xFF  # [w, p, par, g]
-    v_scale_even, v_scale_odd = gl.split(gl.permute(v_scale, [0, 1, 3, 2]))
-    v_pair = scale_bf16x2(v_scale_even, v_scale_odd)  # [w, p, g]
-    even_words, odd_words = gl.split(v_words)
-    v_pair = gl.convert_layout(v_pair, gl.SliceLayout(3, even_words.type.layout), assert_trivial=True)
-    v_pair = gl.broadcast(v_pair[:, :, :, None], even_words)[0]
-    v = decode_v_operand(even_words, odd_words, v_pair, B_OPERAND)
-    acc = mma_v2(p_operand, v, acc * alpha[:, :, None])
+    acc = mma_v2(p_operand, _v_operand(v_codes, v_scales, slot), acc * alpha[:, :, None])
     return m_new, l_i, acc
 
 
@@ -250,6 +261,8 @@ class HopperConfig:
     # 64K-register file; 3 x 69 KB shared fits the 228 KB), not yet measured on the H200.
     stages: int = 4
     programs_per_sm: int = 3
+    maxnreg: int | None = 168  # the direct kernel's own count: keeps the query_scale variant (191 uncapped) at 3
+    # programs per SM without spills (evals/bench/hopper_sass.py; a 128 cap spills 120 B of stack)
 
 
 DEFAULT_CONFIG = HopperConfig()
@@ -355,6 +368,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         plan.part_out if split else out, plan.part_lse if split else out,
         width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, num_warps=NUM_WARPS,
+        **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
         _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, plan.num_splits,
@@ -382,5 +396,6 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
     constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "STAGES": config.stages}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    options = {"num_warps": NUM_WARPS, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}
     return triton.compile(GluonASTSource(_pa_decode_kernel, SIGNATURE, constants, attrs),
-                          target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
+                          target=GPUTarget("cuda", 90, 32), options=options)
