@@ -4,6 +4,7 @@ message), the early return, and the split plan (graph-stable, covering the table
 from __future__ import annotations
 
 import importlib
+import math
 
 import pytest
 import torch
@@ -104,16 +105,24 @@ def test_empty_input_writes_zeros_without_a_launch(rows, width):
 
 
 @pytest.mark.parametrize("rows,width", [(1, 1), (1, 64), (1, 1024), (8, 1024), (64, 256), (200, 16), (395, 3),
-                                        (396, 64), (4096, 16), (17, 33)])
+                                        (396, 64), (512, 64), (600, 4), (4096, 16), (17, 33)])
 def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, width):
     plan = hopper.make_plan(rows, width, 16, "cpu")
     assert plan.pages_per_split * plan.num_splits >= width > plan.pages_per_split * (plan.num_splits - 1)
     slots = P.DEFAULT_CONFIG.programs_per_sm * 132  # the CPU plan counts an H200's 132 SMs
-    if rows >= slots:
-        assert plan.num_splits == 1 and plan.part_out is None  # the direct path: no workspace, no merge
-    else:
-        assert plan.num_splits == 1 or plan.pages_per_split >= P.MIN_PAGES_PER_SPLIT
-        assert rows * plan.num_splits <= max(slots, rows) * 2
+    assert plan.num_splits == 1 or plan.pages_per_split >= P.MIN_PAGES_PER_SPLIT
+    if rows < slots:  # split to fill one wave, no more
+        assert rows * plan.num_splits <= 2 * slots
+    else:  # the fewest splits whose waves are WAVE_FILL full, else the fullest
+        def fill(splits):
+            waves = rows * splits / slots
+            return waves / math.ceil(waves)
+
+        candidates = range(1, max(1, min(P.MAX_WAVE_SPLITS, width // P.MIN_PAGES_PER_SPLIT)) + 1)
+        full = [c for c in candidates if fill(c) >= P.WAVE_FILL]
+        assert plan.num_splits == (full[0] if full else max(candidates, key=fill))
+    if plan.num_splits == 1:
+        assert plan.part_out is None and plan.part_lse is None  # the direct path: no workspace, no merge
     if plan.num_splits > 1:
         assert plan.part_out.shape == (rows, plan.num_splits, L.BLOCK_H, L.HEAD_DIM)
         assert plan.part_lse.shape == (rows, plan.num_splits, L.BLOCK_H)
@@ -125,3 +134,11 @@ def test_explicit_split_counts_are_clamped_to_the_table():
     plan = hopper.make_plan(2, 5, 16, "cpu", num_splits=64)
     assert plan.num_splits == 5 and plan.pages_per_split == 1
     assert hopper.make_plan(2, 5, 16, "cpu", num_splits=1).part_out is None
+
+
+def test_wave_filling_splits_at_the_benchmark_shapes():
+    """512 rows are 1.29 waves of 3 x 132 programs unsplit (the last wave 29% full): 3 splits fill 97%; 4096 rows
+    are 10.3 waves, 94% full unsplit; a wave exactly: unsplit."""
+    assert hopper.make_plan(512, 64, 16, "cpu").num_splits == 3
+    assert hopper.make_plan(4096, 16, 16, "cpu").num_splits == 1
+    assert hopper.make_plan(396, 64, 16, "cpu").num_splits == 1
