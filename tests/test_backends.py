@@ -89,8 +89,30 @@ def test_every_kernels_folder_is_registered_once():
         assert all(callable(getattr(shipped, op)) for op in spec.ships)
 
 
+
+def test_hopper_is_explicit_only_and_refused_off_sm90(monkeypatch):
+    """The Gluon backend (kernels/hopper) is never chosen by backend=None, even on an sm_90 device, until its H200 GPU
+    tests pass; an explicit request off an sm_90 CUDA device raises with the reason."""
+    from atom_mxfp4.kernels import hopper
+
+    backends._resolve.cache_clear()
+    try:
+        with pytest.raises(backends.BackendUnavailable, match="backend='hopper' cannot run here"):
+            backends.resolve_backend("hopper", "cpu")
+        assert "hopper" not in backends.available_backends("cpu")
+        monkeypatch.setattr(hopper, "usable", lambda device: None)  # pretend an H200 is here
+        monkeypatch.setattr(triton, "usable", lambda device: None)
+        backends._resolve.cache_clear()
+        assert backends.resolve_backend(None, "cuda:0").name != "hopper"
+        table = backends.resolve_backend("hopper", "cuda:0")
+        assert table.pa_decode is hopper.pa_decode and table.index_topk is triton.index_topk
+    finally:
+        backends._resolve.cache_clear()
+
+
 def test_unknown_backend_names_argument_expected_and_actual():
-    with pytest.raises(ValueError, match=r"backend must be None or one of \['torch', 'triton', 'flydsl'\], got 'cuda'"):
+    expected = r"backend must be None or one of \['torch', 'triton', 'hopper', 'flydsl'\], got 'cuda'"
+    with pytest.raises(ValueError, match=expected):
         backends.resolve_backend("cuda", "cpu")
 
 

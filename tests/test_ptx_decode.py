@@ -2,11 +2,13 @@
 
 ``kernels/triton/_mxfp4.E2M1_BF16X2_ASM`` runs only on NVIDIA GPUs (tests/gpu checks it there); CI has none, so this
 file executes that exact string with a small interpreter of the five PTX instructions it uses (mov, prmt, and,
-mul.lo.u32, mul.rn.bf16x2; numpy, vectorised over inputs) and compares its outputs with ``format.dequantize_mxfp4``
-bit for bit: every code byte in every byte position, every scale byte a writer emits (1..254).
+mul.lo.u32, mul.rn.bf16x2; numpy, vectorised over inputs: ``_helpers.run_ptx``) and compares its outputs with
+``format.dequantize_mxfp4`` bit for bit: every code byte in every byte position, every scale byte a writer emits
+(1..254).
 """
 
-import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,63 +17,8 @@ import torch
 from atom_mxfp4.format import dequantize_mxfp4
 from atom_mxfp4.kernels.triton._mxfp4 import E2M1_BF16X2_ASM
 
-U32 = np.uint64(0xFFFFFFFF)
-
-
-def _bf16_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """bf16 x bf16 -> bf16 (round to nearest even), on bit patterns in uint32 (low 16 bits)."""
-    fa = (a.astype(np.uint32) << 16).view(np.float32)
-    fb = (b.astype(np.uint32) << 16).view(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        prod = fa * fb  # exact: two 8-bit significands, and fp32 spans every bf16 exponent (subnormals included)
-    bits = prod.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    rounded = np.where(np.isnan(prod), 0x7FC0, rounded)
-    return rounded & 0xFFFF
-
-
-def _prmt(a, b, selector):
-    source = [(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)]
-    out = np.zeros_like(a)
-    for i in range(4):
-        nibble = (selector >> (4 * i)) & 0xF
-        byte = source[nibble & 7]
-        if nibble & 8:  # sign-replicate mode
-            byte = np.where(byte & 0x80, 0xFF, 0)
-        out |= byte << (8 * i)
-    return out
-
-
-def run_ptx(text: str, operands: dict) -> dict:
-    """Execute the asm text on uint64 arrays holding 32-bit values; ``operands`` maps "$k" -> array (in and out)."""
-    regs = dict(operands)
-
-    def value(token):
-        token = token.strip()
-        return regs[token] if not re.fullmatch(r"0x[0-9A-Fa-f]+|\d+", token) else np.uint64(int(token, 0))
-
-    for line in text.splitlines():
-        line = line.strip().rstrip(";")
-        if not line or line in "{}" or line.startswith(".reg"):
-            continue
-        op, args = line.split(None, 1)
-        dst, *src = [a.strip() for a in args.split(",")]
-        x = [value(s) for s in src]
-        if op == "mov.b32":
-            regs[dst] = x[0] + np.zeros_like(next(iter(operands.values())))
-        elif op == "prmt.b32":
-            regs[dst] = _prmt(x[0], x[1], int(src[2], 0))
-        elif op == "and.b32":
-            regs[dst] = x[0] & x[1]
-        elif op == "mul.lo.u32":
-            regs[dst] = (x[0] * x[1]) & U32
-        elif op == "mul.rn.bf16x2":
-            lo = _bf16_mul(x[0] & 0xFFFF, x[1] & 0xFFFF)
-            hi = _bf16_mul(x[0] >> 16, x[1] >> 16)
-            regs[dst] = lo | (hi << 16)
-        else:
-            raise AssertionError(f"instruction not modelled: {op}")
-    return regs
+sys.path.insert(0, str(Path(__file__).parent))
+from _helpers import run_ptx  # noqa: E402  (the numpy PTX interpreter, shared with tests/test_hopper_layout.py)
 
 
 @pytest.mark.parametrize("position", range(4))

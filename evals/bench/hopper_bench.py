@@ -1,0 +1,141 @@
+"""H200 benchmark of the Hopper (Gluon) pa_decode next to the Triton backend's, dense rows x context (issue 14).
+
+Usage (repo root, atom_mxfp4 importable, an sm_90 GPU): ``python3 evals/bench/hopper_bench.py --out DIR [--quick]``.
+Writes DIR/hopper_bench.md and DIR/hopper_bench.json. Never asserts a time.
+
+Per shape (16 q heads / 1 KV head, every row its own pages, context = the whole table): both kernels run on the same
+inputs first and their outputs are compared (relative L2 difference; an error is reported in the table, not
+hidden); then each is captured in a CUDA graph over several input sets (``_timing.sets_for``: enough distinct records
+to pass ~8x the L2 on small shapes) and replayed. TB/s = the bytes the kernel must move (rows x context x 136 B of K +
+V records) / time, next to the device-to-device copy bandwidth measured in the same run (``_timing.copy_bandwidth_tbs``,
+before and after the kernels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import copy_bandwidth_tbs, graph_time_ms, sets_for  # noqa: E402
+from run_bench import DEV, MX_TOKEN, random_records, table  # noqa: E402
+
+import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
+import atom_mxfp4.kernels.triton as tb  # noqa: E402
+from atom_mxfp4.layout import PAGE_SIZE  # noqa: E402
+
+SHAPES = [(512, 8192), (4096, 2048), (64, 32768), (8, 131072), (1, 8192)]  # (rows, context): issue 14
+GROUP = 16
+SOFTMAX_SCALE = 128 ** -0.5
+SET_BUDGET = 4 * 2**30  # bytes of records per shape across the rotated input sets
+
+
+def bench_shape(rows: int, context: int, reps: int, log) -> dict:
+    width = context // PAGE_SIZE
+    per_call = rows * context * 2 * MX_TOKEN
+    n = sets_for(per_call, budget=SET_BUDGET)
+    q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
+    lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
+    sets = []
+    for _ in range(n):
+        k, v = random_records(rows * width), random_records(rows * width)
+        tables = torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous()
+        sets.append((k, v, tables))
+    kernels = {"triton": (tb, tb.make_plan(rows, width, GROUP, DEV)),
+               "hopper": (hopper, hopper.make_plan(rows, width, GROUP, DEV))}
+    outs = {name: torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV) for name in kernels}
+
+    def call(name, s):
+        backend, plan = kernels[name]
+        return lambda: backend.pa_decode(outs[name], q, s[0], s[1], s[2], lens, softmax_scale=SOFTMAX_SCALE,
+                                         query_scale=None, plan=plan)
+
+    rec = dict(rows=rows, context=context, sets=n, MB=per_call / 1e6)
+    for name in kernels:
+        rec[f"{name}_splits"] = kernels[name][1].num_splits
+        try:
+            call(name, sets[0])()
+            torch.cuda.synchronize()
+        except Exception as error:  # reported in the table, never hidden
+            rec[f"{name}_error"] = f"{type(error).__name__}: {str(error)[:200]}"
+            log(f"{name} rows={rows} ctx={context}: FAILED {rec[f'{name}_error']}")
+            traceback.print_exc()
+    if "hopper_error" not in rec and "triton_error" not in rec:
+        a, b = outs["hopper"].float(), outs["triton"].float()
+        rec["rel_diff"] = float((a - b).norm() / b.norm())
+        rec["hopper_finite"] = bool(torch.isfinite(a).all())
+    for name in kernels:
+        if f"{name}_error" in rec:
+            continue
+        ms = graph_time_ms([call(name, s) for s in sets], reps=reps)
+        rec[f"{name}_us"] = ms * 1e3
+        rec[f"{name}_TBs"] = per_call / (ms * 1e-3) / 1e12
+    log(f"rows={rows} ctx={context} sets={n}: " + ", ".join(
+        f"{name} {rec.get(f'{name}_us', float('nan')):.1f} us {rec.get(f'{name}_TBs', float('nan')):.3f} TB/s "
+        f"(splits {rec[f'{name}_splits']})" for name in kernels)
+        + f", rel diff {rec.get('rel_diff', float('nan')):.2e}")
+    del sets
+    torch.cuda.empty_cache()
+    return rec
+
+
+def report(results: dict) -> str:
+    copy = results["copy_TBs"]
+
+    def tbs(name):
+        return lambda r: f"{r[name + '_TBs']:.3f} ({100 * r[name + '_TBs'] / copy:.0f}%)" if name + "_TBs" in r \
+            else r.get(name + "_error", "-")
+
+    def us(name):
+        return lambda r: f"{r[name + '_us']:.1f}" if name + "_us" in r else "-"
+
+    cols = [("rows", lambda r: str(r["rows"])), ("context", lambda r: str(r["context"])),
+            ("MB moved", lambda r: f"{r['MB']:.1f}"),
+            ("floor at copy (us)", lambda r: f"{r['MB'] / copy:.1f}"),
+            ("triton us", us("triton")), ("triton TB/s (% copy)", tbs("triton")),
+            ("hopper us", us("hopper")), ("hopper TB/s (% copy)", tbs("hopper")),
+            ("hopper / triton speed", lambda r: f"{r['triton_us'] / r['hopper_us']:.2f}x"
+             if "hopper_us" in r and "triton_us" in r else "-"),
+            ("splits (triton / hopper)", lambda r: f"{r['triton_splits']} / {r['hopper_splits']}"),
+            ("rel diff vs triton", lambda r: f"{r['rel_diff']:.1e}" if "rel_diff" in r else "-")]
+    head = (f"# Hopper (Gluon) pa_decode vs Triton, {results['device']}, {results['date']}\n\n"
+            f"`{results['command']}`; torch {results['torch']}, triton {results['triton']}. "
+            f"Copy bandwidth in this run: "
+            f"{copy:.2f} TB/s (before {results['copy_start']['best']:.2f}, after {results['copy_end']['best']:.2f}). "
+            f"TB/s = rows x context x {2 * MX_TOKEN} B / time (CUDA-graph replay, median of {results['reps']}; "
+            f"16 q heads, 1 KV head, bf16 q).\n\n")
+    return head + table(results["shapes"], cols)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="folder for hopper_bench.md / hopper_bench.json")
+    parser.add_argument("--quick", action="store_true", help="fewer replays per measurement (10 instead of 30)")
+    args = parser.parse_args()
+    import triton
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    reps = 10 if args.quick else 30
+    results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,
+                   reps=reps, shapes=[])
+    results["copy_start"] = copy_bandwidth_tbs()
+    print(f"copy bandwidth {results['copy_start']}", flush=True)
+    for rows, context in SHAPES:
+        results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True)))
+    results["copy_end"] = copy_bandwidth_tbs()
+    results["copy_TBs"] = max(results["copy_start"]["best"], results["copy_end"]["best"])
+    text = report(results)
+    (args.out / "hopper_bench.md").write_text(text)
+    (args.out / "hopper_bench.json").write_text(json.dumps(results, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

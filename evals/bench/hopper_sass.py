@@ -1,0 +1,108 @@
+"""The Hopper (Gluon) pa_decode compiled for sm_90 on a machine without a GPU: registers, spills, main-loop SASS.
+
+Triton compiles Gluon kernels through the same ``triton.compile`` path as Triton ones (a ``GluonASTSource``, see
+``atom_mxfp4.kernels.hopper.pa_decode.compile_for_sm90``) with the ptxas / cuobjdump it ships. The main loop is the
+largest span closed by a backward branch (``sass_counts.main_loop``); one trip decodes one 128-token page of K and V,
+128 x 256 elements over 128 threads = 256 elements per thread, so instructions per element = loop instructions / 256.
+
+    python3 evals/bench/hopper_sass.py            # table, next to the Triton kernel's default (docs/triton.md)
+    python3 evals/bench/hopper_sass.py --json     # one JSON object (tests/test_hopper_compile.py reads it)
+    python3 evals/bench/hopper_sass.py --dump DIR # also the SASS / PTX / TTGIR of each variant
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU target, not the interpreter
+
+import triton  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sass_counts import SHOWN, main_loop  # noqa: E402
+
+from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
+from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG, HopperConfig, compile_for_sm90  # noqa: E402
+
+ELEMENTS_PER_THREAD = L.PAGE_SIZE * 2 * L.HEAD_DIM // L.THREADS  # one page of K and V per loop trip: 256
+BUDGET = 5.2  # issue 14: instructions / element the H200 can issue at 80% of copy bandwidth (docs/hopper.md)
+VARIANTS = {
+    "direct (default)": dict(config=DEFAULT_CONFIG),
+    "split": dict(config=DEFAULT_CONFIG, split=True),
+    "direct, query_scale tensor": dict(config=DEFAULT_CONFIG, query_scale=True),
+    "direct, 3 stages": dict(config=HopperConfig(stages=3)),
+}
+HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")
+
+
+def _tool(name: str) -> str:
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
+
+
+def resources(cubin: bytes) -> dict:
+    """``cuobjdump -res-usage`` of the kernel: REG, STACK, SHARED, LOCAL (bytes per thread; > 0 means spills)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        text = subprocess.run([_tool("cuobjdump"), "-res-usage", str(path)], capture_output=True, text=True,
+                              check=True).stdout
+        sass = subprocess.run([_tool("cuobjdump"), "-sass", str(path)], capture_output=True, text=True,
+                              check=True).stdout
+    line = next(line for line in text.splitlines() if "REG:" in line)
+    fields = {key: int(value) for key, value in re.findall(r"(\w+):(\d+)", line)}
+    return {"registers": fields["REG"], "stack": fields["STACK"], "local": fields["LOCAL"],
+            "static_shared": fields["SHARED"], "sass": sass}
+
+
+def report(variant: dict) -> dict:
+    kernel = compile_for_sm90(**variant)
+    found = resources(kernel.asm["cubin"])
+    sass = found.pop("sass")
+    body = main_loop(sass)
+    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] for text in body)
+    all_ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)).split()[0].split(".")[0]
+                                  for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass))
+    return {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
+            "elements_per_thread": ELEMENTS_PER_THREAD, "per_element": len(body) / ELEMENTS_PER_THREAD,
+            "loop_ops": dict(ops), "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0),
+            "_asm": {"sass": sass, "ptx": kernel.asm["ptx"], "ttgir": kernel.asm["ttgir"]}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--dump", type=Path, help="write each variant's SASS / PTX / TTGIR into this folder")
+    args = parser.parse_args()
+    results = {}
+    for name, variant in VARIANTS.items():
+        result = report(variant)
+        asm = result.pop("_asm")
+        if args.dump:
+            args.dump.mkdir(parents=True, exist_ok=True)
+            stem = re.sub(r"\W+", "_", name).strip("_")
+            for kind, text in asm.items():
+                (args.dump / f"{stem}.{kind}").write_text(text)
+        results[name] = result
+    if args.json:
+        print(json.dumps({"triton": triton.__version__, "budget": BUDGET, "variants": results}))
+        return
+    print(f"triton {triton.__version__}, target sm_90, budget {BUDGET} instructions / element\n")
+    print("| variant | registers | spill (local B) | shared B | loop instructions / thread | elements / thread | "
+          "instructions / element | " + " | ".join(HOPPER_SHOWN) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(HOPPER_SHOWN))
+    for name, r in results.items():
+        print(f"| {name} | {r['registers']} | {r['local']} | {r['dynamic_shared']} | {r['loop_instructions']} | "
+              f"{r['elements_per_thread']} | {r['per_element']:.2f} | "
+              + " | ".join(str(r["loop_ops"].get(op, 0)) for op in HOPPER_SHOWN) + " |")
+
+
+if __name__ == "__main__":
+    main()

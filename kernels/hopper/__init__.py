@@ -1,0 +1,53 @@
+"""The Hopper backend (NVIDIA sm_90, Gluon): ``pa_decode`` over MXFP4 K/V with explicit layouts (issue 14).
+
+Only ``pa_decode`` / ``make_plan`` live here (pa_decode.py: kernel, plan, launcher; _decode.py: the MXFP4 decode into
+MMA operand registers; layout.py: every index map as host-evaluable data). The other three ops are the Triton
+backend's (``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).
+Explicit only: ``backend=None`` never picks it (``auto`` says no) until its GPU tests (tests/gpu/test_hopper_gpu.py)
+have passed on an H200; ``backend="hopper"`` runs it on an sm_90 device and refuses anything else. See docs/hopper.md.
+Without triton (or without Gluon) the package still imports and registers: an explicit request then says why.
+"""
+
+import importlib.util
+import os
+
+import torch
+
+from atom_mxfp4.registry import Backend, register_backend
+
+if importlib.util.find_spec("triton") is not None and importlib.util.find_spec("triton.experimental.gluon") is not None:
+    from .pa_decode import HopperConfig, HopperDecodePlan, make_plan, pa_decode
+
+__all__ = ["pa_decode", "make_plan", "HopperConfig", "HopperDecodePlan"]
+
+CAPABILITY = (9, 0)  # sm_90: the layouts, mma.sync m16n8k16 and cp.async the kernel is written for
+
+
+def usable(device: torch.device) -> str | None:
+    """Why the Gluon kernel cannot run on ``device`` (None: it can)."""
+    if importlib.util.find_spec("triton") is None or importlib.util.find_spec("triton.experimental.gluon") is None:
+        return "triton with triton.experimental.gluon (triton >= 3.6) is not importable"
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return "Gluon kernels do not run under TRITON_INTERPRET=1"
+    if device.type != "cuda" or getattr(torch.version, "hip", None) is not None:
+        return f"needs an NVIDIA CUDA device of compute capability {CAPABILITY}, got device {device}"
+    capability = torch.cuda.get_device_capability(device)
+    if capability != CAPABILITY:
+        return f"needs compute capability {CAPABILITY} (sm_90), got {capability} on {device}"
+    return None
+
+
+@register_backend("hopper", rank=1)
+class HopperBackend(Backend):
+    """Explicit only (``auto`` never picks it) until its H200 GPU tests pass."""
+
+    ships = ("pa_decode", "make_plan")
+    borrows = "triton"
+
+    @classmethod
+    def unavailable(cls, device):
+        return usable(torch.device(device))
+
+    @classmethod
+    def auto(cls, device):
+        return False, None

@@ -1,0 +1,147 @@
+"""MXFP4 words -> bf16 MMA operand registers (Gluon, sm_90), with no shared-memory round trip.
+
+Both decodes are one ``inline_asm_elementwise`` call per 32-bit word of codes (pack=1, int32 in, int32 = bf16x2
+out), built on the bit placement of the Triton backend's PTX decode (docs/triton.md): for a 16-bit lane holding a
+code nibble ``n`` at bits 0..3 (or 4..7), ``n * (2**6 + 2**12)`` (``* (2**2 + 2**8)``) masked with ``0x81C0`` is the
+bf16 of ``e2m1(n) * 2**-126`` (magnitude bits -> exponent LSBs + mantissa MSB, sign -> bit 15; code 1 lands on the
+bf16 subnormal 2**-127), then two exact ``mul.rn.bf16x2``: by 2**126 and by the scale ``2**(e - 127)`` (the scale
+byte shifted into a bf16 exponent: ``e << 7``). Exactly the dequantized values (DESIGN §3), every code and scale
+byte (tests/test_hopper_layout.py runs this PTX text through the numpy PTX interpreter of tests/_helpers.py).
+
+Why two multiplies and not one by ``2**(e - 1)``: that constant leaves the bf16 range for scale bytes e >= 129
+(blocks whose amax exceeds 12), which the writers do emit; docs/hopper.md.
+
+What differs from the Triton decode is where the pairs go. A bf16x2 register of an ``mma.m16n8k16`` B operand holds
+two consecutive K indices of one N column:
+- K^T (QK): K = head dims, so a register may pair any two dims of one token: the pairs are
+  ``(byte 0 lo, byte 1 lo), (byte 0 hi, byte 1 hi), (byte 2 lo, byte 3 lo), (byte 2 hi, byte 3 hi)`` of the word
+  (``K_PAIR_OFFSETS``), and the operand's K order is ``layout.qk_dim`` (Q is loaded in the same order);
+- V (PV): K = tokens, so a register pairs one head dim of two tokens (the even and the odd token of a pair): one call
+  takes the same word of both tokens (``prmt`` puts byte ``beta`` of each into one 16-bit lane) and returns the 8
+  (even, odd) pairs of the word's 8 elements (``V_PAIR_OFFSETS``).
+The outputs are re-labelled into the operand with joins, a permutation and a reshape (``layout.K_CHAIN_*``,
+``layout.V_CHAIN_*``); ``convert_layout(..., assert_trivial=True)`` then proves at compile time that the values are
+already in the registers the MMA reads (no data movement), and the unpack of a bf16x2 word is a ``mov`` ptxas removes.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from . import layout as L
+
+BF16X2_2_126 = 0x7E807E80  # bf16x2 (2**126, 2**126)
+NIBBLE = {  # nibble -> (mask of that nibble in both 16-bit lanes, multiplier placing it at bits 6..8 + sign at 15)
+    "lo": (0x000F000F, 0x1040),
+    "hi": (0x00F000F0, 0x104),
+}
+BF16_FIELDS = 0x81C081C0  # sign, exponent bits 0..1, mantissa bit 6 of both lanes
+
+# K: output m (= m0 + 2 m1) of a word holds elements (K_PAIR_OFFSETS[m][0], K_PAIR_OFFSETS[m][1]) of the word's 8
+# (element e of a word = low nibble of byte e // 2 when e is even, high nibble when odd), low lane first
+K_PAIR_SELECTORS = (0x4140, 0x4342)  # prmt: bytes (0, 1) / (2, 3) of the word into the two 16-bit lanes
+K_PAIR_OFFSETS = ((0, 2), (1, 3), (4, 6), (5, 7))
+# V: output 2 beta + nib holds element 2 beta + nib of the even token's word (low lane) and of the odd token's
+V_PAIR_OFFSETS = tuple(2 * beta + nib for beta in range(4) for nib in range(2))
+
+
+def _pair(x: str, nibble: str, scale: str, out: str) -> list[str]:
+    mask, spread = NIBBLE[nibble]
+    return [f"and.b32 t, {x}, {mask:#010x};", f"mul.lo.u32 t, t, {spread:#x};", f"and.b32 t, t, {BF16_FIELDS:#010x};",
+            "mul.rn.bf16x2 t, t, c;", f"mul.rn.bf16x2 {out}, t, {scale};"]
+
+
+def _k_asm() -> str:
+    """$0..$3 = the 4 bf16x2 pairs (K_PAIR_OFFSETS) of word $4; $5 = (scale, scale) bf16x2."""
+    lines = ["{", ".reg .b32 x, t, c;", f"mov.b32 c, {BF16X2_2_126:#010x};"]
+    for half, selector in enumerate(K_PAIR_SELECTORS):
+        lines.append(f"prmt.b32 x, $4, 0, {selector:#06x};")
+        lines += _pair("x", "lo", "$5", f"${2 * half}")
+        lines += _pair("x", "hi", "$5", f"${2 * half + 1}")
+    return "\n".join(lines + ["}"])
+
+
+def _v_asm() -> str:
+    """$0..$7 = (even, odd) bf16x2 of element 2 beta + nib of words $8 (even token) / $9 (odd token); $10 = (even
+    scale, odd scale) bf16x2."""
+    lines = ["{", ".reg .b32 x, t, c;", f"mov.b32 c, {BF16X2_2_126:#010x};"]
+    for beta in range(4):
+        # byte beta of $8 into bytes 0, 1 (lane 0) and byte beta of $9 into bytes 2, 3 (lane 1)
+        selector = beta | beta << 4 | (4 + beta) << 8 | (4 + beta) << 12
+        lines.append(f"prmt.b32 x, $8, $9, {selector:#06x};")
+        lines += _pair("x", "lo", "$10", f"${2 * beta}")
+        lines += _pair("x", "hi", "$10", f"${2 * beta + 1}")
+    return "\n".join(lines + ["}"])
+
+
+K_DECODE_ASM = gl.constexpr(_k_asm())
+V_DECODE_ASM = gl.constexpr(_v_asm())
+K_CHAIN_SHAPE = gl.constexpr(L.K_CHAIN_SHAPE)
+K_CHAIN_ORDER = gl.constexpr(L.K_CHAIN_ORDER)
+V_CHAIN_SHAPE = gl.constexpr(L.V_CHAIN_SHAPE)
+V_CHAIN_ORDER = gl.constexpr(L.V_CHAIN_ORDER)
+HEAD_DIM = gl.constexpr(L.HEAD_DIM)
+TOKENS_PER_WARP = gl.constexpr(L.TOKENS_PER_WARP)
+WARPS = gl.constexpr(L.WARPS)
+
+
+@gluon.constexpr_function
+def pair_layout(layout):
+    """The layout of ``join(x, x)`` for ``x`` in the linear layout ``layout``, with the new trailing dim of size 2 as
+    register bit 0: the two elements an ``inline_asm_elementwise(pack=2)`` call receives are then the two copies of
+    one ``x``. (``join`` alone does not promise that: for a sliced input it reuses the parent's register order.)"""
+    rank = len(layout.shape)
+
+    def grow(bases):
+        return [list(basis) + [0] for basis in bases]
+
+    return gl.DistributedLinearLayout(reg_bases=[[0] * rank + [1]] + grow(layout.reg_bases),
+                                      lane_bases=grow(layout.lane_bases), warp_bases=grow(layout.warp_bases),
+                                      block_bases=grow(layout.block_bases), shape=list(layout.shape) + [2])
+
+
+@gluon.jit
+def unpack_bf16x2(x):
+    """int32 [...] holding bf16x2 -> bf16 [..., 2] (element 0 = low 16 bits); a register rename (ptxas drops the mov).
+
+    The doubled input is put in ``pair_layout`` explicitly (a register renaming, asserted free), so each pack=2 asm
+    call gets (x, x) and returns x's two halves as the elements [..., 0] and [..., 1]."""
+    doubled_layout: gl.constexpr = pair_layout(gl.to_linear_layout(x.type.layout, x.shape))
+    doubled = gl.convert_layout(gl.join(x, x), doubled_layout, assert_trivial=True)
+    return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [doubled], dtype=gl.bfloat16, is_pure=True,
+                                     pack=2)
+
+
+@gluon.jit
+def scale_bf16x2(low_byte, high_byte):
+    """e8m0 bytes (int32 0..255) -> bf16x2 (2**(low - 127), 2**(high - 127)) as int32 (0 -> 0, 255 -> Inf)."""
+    return (low_byte << 7) | (high_byte << 23)
+
+
+@gluon.jit
+def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr):
+    """words int32 [4, 32, 4, 4] (layout.K_WORDS_BASES), scale_pair int32 same shape and layout ((s, s) bf16x2 of the
+    word's 32-block) -> K^T bf16 [4, 128, 32] in ``operand_layout`` (row k = head dim layout.qk_dim(k))."""
+    p0, p1, p2, p3 = gl.inline_asm_elementwise(K_DECODE_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
+                                               dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
+    pairs = gl.join(gl.join(unpack_bf16x2(p0), unpack_bf16x2(p1)), gl.join(unpack_bf16x2(p2), unpack_bf16x2(p3)))
+    kt = gl.permute(gl.reshape(pairs, K_CHAIN_SHAPE.value), K_CHAIN_ORDER.value)
+    kt = gl.reshape(kt, [WARPS, HEAD_DIM, TOKENS_PER_WARP])
+    return gl.convert_layout(kt, operand_layout, assert_trivial=True)
+
+
+@gluon.jit
+def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.constexpr):
+    """even / odd words int32 [4, 16, 8, 2] (token 32 w + 2 p + {0, 1}, chunk g, word), scale_pair int32 same shape
+    ((even, odd) bf16x2 of the chunk's 32-block) -> V bf16 [4, 32, 128] in ``operand_layout`` (column n = head dim
+    layout.pv_dim(n))."""
+    r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
+        V_DECODE_ASM, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
+        dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
+    beta0 = gl.join(unpack_bf16x2(r0), unpack_bf16x2(r1))  # [..., par, nib]
+    beta1 = gl.join(unpack_bf16x2(r2), unpack_bf16x2(r3))
+    beta2 = gl.join(unpack_bf16x2(r4), unpack_bf16x2(r5))
+    beta3 = gl.join(unpack_bf16x2(r6), unpack_bf16x2(r7))
+    pairs = gl.join(gl.join(beta0, beta1), gl.join(beta2, beta3))  # [w, p, g, word, par, nib, beta0, beta1]
+    v = gl.permute(gl.reshape(pairs, V_CHAIN_SHAPE.value), V_CHAIN_ORDER.value)
+    v = gl.reshape(v, [WARPS, TOKENS_PER_WARP, HEAD_DIM])
+    return gl.convert_layout(v, operand_layout, assert_trivial=True)

@@ -1,0 +1,132 @@
+"""Every index map of the Hopper (sm_90, Gluon) pa_decode, as plain data and integer functions.
+
+The kernel (``pa_decode.py`` / ``_decode.py``) builds its Gluon layouts and permutations from these constants; the
+CPU tests (tests/test_hopper_layout.py) evaluate the same constants on the host against the DESIGN §4 record and
+against the compiler's own linear layouts. Nothing here imports triton.
+
+Record (DESIGN §4): per (page, head) 8704 B = ``[128 tokens x 64 B e2m1 codes][128 tokens x 4 B e8m0 scales]``; code
+byte ``b`` of a token holds elements ``2b`` (low nibble) and ``2b + 1`` (high nibble); scale byte ``k`` covers
+elements ``32k .. 32k + 31``. The kernel reads records as int32 words: 2176 words per record, codes in words
+``16 t .. 16 t + 15`` of token ``t``, the token's 4 scale bytes in word ``2048 + t``.
+
+Work split: one program = 4 warps per (row, KV split); one loop trip = one 128-token page; warp ``w`` owns tokens
+``32 w .. 32 w + 31`` of the page for both products and keeps its own online-softmax state (m, l, O) until the end of
+the program, where the 4 warps are merged. Tensors carry the warp as a leading batch dimension of size 4, so the
+MMA layout is ``NVMMADistributedLayout(version [2, 0], warps_per_cta [4, 1, 1], instr_shape [1, 16, 8])``
+(``mma.sync.m16n8k16`` bf16, fp32 accumulate). Per lane ``c = lane & 3``, ``g = lane >> 2``.
+
+The K dimension of a product may be visited in any order, provided both operands use the same order:
+- QK^T: K dimension = head dims. Operand row ``k`` of K^T (and column ``k`` of Q) is head dim ``qk_dim(k)``
+  (``QK_DIM_BITS``): this lets lane ``c`` decode the 16 contiguous code bytes ``16 c .. 16 c + 15`` of its token
+  (one 128-bit load, exactly scale block ``c``) straight into its B-operand registers.
+- P.V: K dimension = tokens, in page order (P comes from the QK accumulator registers as they are). The N dimension
+  (output columns) is permuted instead: output column ``n`` is head dim ``pv_dim(n)`` (``PV_DIM_BITS``), so lane
+  ``g`` decodes the 8 contiguous code bytes ``8 g .. 8 g + 7`` (one 64-bit load, scale block ``g >> 1``) of its
+  tokens; the output is un-permuted in registers before it is stored.
+"""
+
+from __future__ import annotations
+
+from atom_mxfp4.layout import (DATA_BYTES, HEAD_DIM, MAX_GROUP, PAGE_SIZE, RECORD_BYTES,  # noqa: F401
+                               SCALE_BYTES, SCALE_OFFSET)
+
+WARPS = 4
+LANES = 32
+THREADS = WARPS * LANES
+TOKENS_PER_WARP = PAGE_SIZE // WARPS  # 32
+BLOCK_H = MAX_GROUP  # query heads per program (the GQA group padded to 16 = the MMA's M)
+WORD_BYTES = 4
+RECORD_WORDS = RECORD_BYTES // WORD_BYTES  # 2176
+CODE_WORDS = DATA_BYTES // WORD_BYTES  # 16 words of codes per token
+SCALE_WORD = SCALE_OFFSET // WORD_BYTES  # 2048: the word index of token 0's 4 scale bytes
+
+MMA_INSTR_SHAPE = [1, 16, 8]
+MMA_WARPS = [WARPS, 1, 1]
+K_WIDTH = 2  # bf16 operand elements per 32-bit register
+
+
+# ---- K: the words each lane loads (shared memory -> registers) ------------------------------------------------------
+# tensor [w, n, c, j]: word j (0..3) of the 16-byte chunk c (0..3) of token 32 w + n; bytes 16 c + 4 j .. + 3
+K_WORDS_SHAPE = [WARPS, TOKENS_PER_WARP, 4, 4]
+K_WORDS_BASES = dict(
+    reg_bases=[[0, 0, 0, 1], [0, 0, 0, 2], [0, 8, 0, 0], [0, 16, 0, 0]],  # j first: one 128-bit load per token
+    lane_bases=[[0, 0, 1, 0], [0, 0, 2, 0], [0, 1, 0, 0], [0, 2, 0, 0], [0, 4, 0, 0]],  # c = lane & 3, n = g + 8 r
+    warp_bases=[[1, 0, 0, 0], [2, 0, 0, 0]],
+    block_bases=[],
+    shape=K_WORDS_SHAPE,
+)
+# after the decode (4 bf16x2 outputs per word, see _decode.K_PAIR_OFFSETS) and the joins, the tensor is
+# [w, n, c, j1, j0, b, m0, m1] (b: the element inside a bf16x2 register, m = m0 + 2 m1: which output of the word);
+# this permutation and reshape make it the B operand K^T [w, k, n] with k = b + 2 c + 8 m0 + 16 m1 + 32 j
+K_CHAIN_SHAPE = [WARPS, TOKENS_PER_WARP, 4, 2, 2, 2, 2, 2]
+K_CHAIN_ORDER = [0, 3, 4, 7, 6, 2, 5, 1]
+# head dim bit of each bit of the operand index k (bit i of k is bit QK_DIM_BITS[i] of the head dim):
+# k0 = b -> d1, k1 k2 = c -> d5 d6, k3 = m0 -> d0, k4 = m1 -> d2, k5 k6 = j -> d3 d4
+QK_DIM_BITS = (1, 5, 6, 0, 2, 3, 4)
+
+# ---- V: the words each lane loads ------------------------------------------------------------------------------------
+# tensor [w, p, par, g, word]: word (0..1) of the 8-byte chunk g (0..7) of token 32 w + 2 p + par; bytes 8 g + 4 word
+V_WORDS_SHAPE = [WARPS, TOKENS_PER_WARP // 2, 2, 8, 2]
+V_WORDS_BASES = dict(
+    reg_bases=[[0, 0, 0, 0, 1], [0, 0, 1, 0, 0], [0, 4, 0, 0, 0], [0, 8, 0, 0, 0]],  # one 64-bit load per token
+    lane_bases=[[0, 1, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 2, 0], [0, 0, 0, 4, 0]],
+    warp_bases=[[1, 0, 0, 0, 0], [2, 0, 0, 0, 0]],
+    block_bases=[],
+    shape=V_WORDS_SHAPE,
+)
+# after splitting the token parity (even, odd words -> one decode call, outputs (even, odd) bf16x2 pairs per element,
+# see _decode.V_PAIR_OFFSETS) and the joins: [w, p, g, word, par, nib, beta0, beta1] (element 2 beta + nib of the word);
+# this permutation and reshape make it the B operand V [w, k, n] with k = 2 p + par (token in the warp's 32) and
+# n = g + 8 (nib + 2 beta0 + 4 beta1 + 8 word)
+V_PARITY_LAST = [0, 1, 3, 4, 2]  # [w, p, par, g, word] -> [w, p, g, word, par]: split into even / odd token words
+V_CHAIN_SHAPE = [WARPS, TOKENS_PER_WARP // 2, 8, 2, 2, 2, 2, 2]
+V_CHAIN_ORDER = [0, 1, 4, 3, 7, 6, 5, 2]
+# head dim bit of each bit of the output column n: n0 n1 n2 = g -> d4 d5 d6; n3..n6 = the element of the 8-byte
+# chunk -> d0..d3, i.e. pv_dim(n) = 16 (n & 7) + (n >> 3)
+PV_DIM_BITS = (4, 5, 6, 0, 1, 2, 3)
+
+# the output accumulator's columns n (head dim pv_dim(n)) back in head-dim order: [16, 128] viewed as
+# [16, n >> 3, n & 7], permuted to [16, n & 7, n >> 3] and flattened is index 16 (n & 7) + (n >> 3) = pv_dim(n)
+OUT_COLUMNS_SHAPE = [BLOCK_H, 16, 8]
+OUT_COLUMNS_ORDER = [0, 2, 1]
+
+# ---- shared memory ring and the global -> shared copies --------------------------------------------------------------
+# per stage: K codes [128, 16] + K scales [128] + V codes [128, 16] + V scales [128] int32 words = 17408 B
+STAGE_BYTES = 2 * RECORD_BYTES
+COPY_CODE_VEC = 4  # words per cp.async of codes (16 B)
+
+
+def permute_bits(index: int, bits: tuple[int, ...]) -> int:
+    """The index whose bit ``bits[i]`` is bit ``i`` of ``index``."""
+    return sum(((index >> i) & 1) << b for i, b in enumerate(bits))
+
+
+def qk_dim(k: int) -> int:
+    """Head dim of row ``k`` of the K^T operand (and of column ``k`` of the Q operand)."""
+    return permute_bits(k, QK_DIM_BITS)
+
+
+def pv_dim(n: int) -> int:
+    """Head dim of column ``n`` of the V operand and of the output accumulator."""
+    return permute_bits(n, PV_DIM_BITS)
+
+
+def linear_layout_apply(bases: dict, reg: int, lane: int, warp: int) -> tuple[int, ...]:
+    """Evaluate a linear layout (``reg_bases`` / ``lane_bases`` / ``warp_bases`` as in gl.DistributedLinearLayout) at
+    one (register, lane, warp): the XOR of the bases of the set bits (out-of-range bits are broadcasts)."""
+    out = [0] * len(bases["shape"])
+    for key, value in (("reg_bases", reg), ("lane_bases", lane), ("warp_bases", warp)):
+        for i, basis in enumerate(bases[key]):
+            if (value >> i) & 1:
+                out = [o ^ b for o, b in zip(out, basis)]
+    return tuple(out)
+
+
+def k_word_offset(w: int, n: int, c: int, j: int) -> int:
+    """Word offset in the record of element [w, n, c, j] of the K words tensor."""
+    return (TOKENS_PER_WARP * w + n) * CODE_WORDS + 4 * c + j
+
+
+def v_word_offset(w: int, p: int, par: int, g: int, word: int) -> int:
+    """Word offset in the record of element [w, p, par, g, word] of the V words tensor."""
+    return (TOKENS_PER_WARP * w + 2 * p + par) * CODE_WORDS + 2 * g + word

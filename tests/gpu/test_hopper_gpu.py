@@ -1,0 +1,263 @@
+"""The Hopper (Gluon) backend on an sm_90 GPU (marker ``gpu``; skipped without one). Not yet run: written for the H200.
+
+- the decoded MMA operands, stored from their registers, bit for bit against ``format.dequantize_mxfp4`` at the
+  (token, head dim) of the lane map (every code byte, scale bytes 1..254);
+- pa_decode against the fp64 oracle (tests/_helpers.attention_rows) and the torch backend, with the tolerance of
+  tests/gpu/test_triton_gpu.py: irregular context lengths (0, 1, partial pages, full tables), GQA groups 16 and 7,
+  split and direct paths, bf16 and e4m3 queries, query_scale; every byte the rows do not own is poison (random codes
+  with scale bytes 255 / 254 / 0), unused table entries point at poison pages, ``out`` starts as NaN;
+- non-finite semantics as the torch backend's; through ``atom_mxfp4.ops`` with check=True;
+- CUDA-graph replay equals eager, bit for bit (split and direct);
+- last (a failure there breaks the CUDA context): table entries past the context hold page ids far outside the cache.
+"""
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)"),
+              pytest.mark.skipif(torch.cuda.is_available() and not SM90, reason="the Gluon kernel is sm_90 only")]
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+import _helpers as H  # noqa: E402
+
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+from triton.experimental.gluon.language.nvidia.ampere import async_copy  # noqa: E402
+
+import atom_mxfp4.kernels.hopper as hopper_backend  # noqa: E402
+import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
+from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
+
+P = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")  # the module (the package exports the function)
+
+ATTN_REL_TOL = 3e-3  # as tests/gpu/test_triton_gpu.py: bf16 output + bf16 probabilities, measured ~7e-4, band x3
+DEV = torch.device("cuda")
+
+
+def _case(gen, rows, group, width, lens, q_dtype=torch.bfloat16):
+    """Rows of their own pages: valid random codes (scales 122..132) below context_lens; every other byte of every
+    record is poison (random codes, scales 255 / 254 / 0); table entries past a row's context point at poison pages
+    no row owns."""
+    pages = rows * width + 5
+    k, v = H.garbage_records(gen, pages, 1), H.garbage_records(gen, pages, 1)
+    order = torch.randperm(pages, generator=gen)
+    tables = order[:rows * width].view(rows, width).int().contiguous()
+    poison = order[rows * width:]
+    for r, n in enumerate(lens):
+        used = -(-n // L.PAGE_SIZE)
+        for p in range(used):
+            valid = min(L.PAGE_SIZE, n - p * L.PAGE_SIZE)
+            for rec in (k, v):
+                data, scale = H.random_codes(gen, valid)
+                page = int(tables[r, p])
+                rec[page, 0, :valid * L.DATA_BYTES] = data.flatten()
+                rec[page, 0, L.SCALE_OFFSET:L.SCALE_OFFSET + valid * L.SCALE_BYTES] = scale.flatten()
+        tables[r, used:] = poison[torch.randint(0, len(poison), (width - used,), generator=gen)].int()
+    q = torch.randn(rows, group, L.HEAD_DIM, generator=gen)
+    q = (q * 0.5).to(q_dtype) if q_dtype == torch.float8_e4m3fn else q.to(q_dtype)
+    return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
+
+
+def _run(q, k, v, tables, lens, scale, query_scale=None, num_splits=None):
+    rows, group, _ = q.shape
+    plan = hopper_backend.make_plan(rows, tables.shape[1], group, DEV, num_splits=num_splits)
+    out = torch.full((rows, group, L.HEAD_DIM), float("nan"), dtype=torch.bfloat16, device=DEV)
+    qs = query_scale.to(DEV) if isinstance(query_scale, torch.Tensor) else query_scale
+    hopper_backend.pa_decode(out, q.to(DEV), k.to(DEV), v.to(DEV), tables.to(DEV), lens.to(DEV),
+                             softmax_scale=scale, query_scale=qs, plan=plan)
+    return out.float().cpu().numpy(), plan
+
+
+def _oracle(q, k, v, tables, lens, scale, query_scale=None):
+    """fp64 attention per row (the per-row query_scale folded into the softmax scale)."""
+    q64 = q.double().numpy()
+    if query_scale is None or not isinstance(query_scale, torch.Tensor):
+        factor = 1.0 if query_scale is None else float(query_scale)
+        return H.attention_rows(q64, k, v, tables, lens, scale * factor)
+    return np.concatenate([H.attention_rows(q64[r:r + 1], k, v, tables[r:r + 1], lens[r:r + 1],
+                                            scale * float(query_scale[r])) for r in range(q.shape[0])])
+
+
+def _check(got, ref, lens):
+    lens = np.asarray(lens)
+    assert np.isfinite(got).all(), "non-finite output (poison reached it, or a row was not written)"
+    assert (got[lens == 0] == 0).all()
+    rel = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert rel < ATTN_REL_TOL, f"relative error {rel:.2e}"
+    return rel
+
+
+# ---- the decode, register by register ------------------------------------------------------------------------------
+@gluon.jit
+def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_ptr):
+    """Copy page 0 of the table as pa_decode does, decode both operands, store them [w, k, n] from their registers."""
+    k_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
+    k_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
+    v_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
+    v_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
+    P._issue_page(k_ptr, v_ptr, tables_ptr, 0, context, 0, page_end, 0, k_codes, k_scales, v_codes, v_scales)
+    async_copy.commit_group()
+    async_copy.wait_group(0)
+    gl.thread_barrier()
+    kt = P._k_operand(k_codes, k_scales, 0)  # [4, 128, 32]
+    w = gl.arange(0, 4, layout=gl.SliceLayout(1, gl.SliceLayout(2, P.B_OPERAND)))
+    k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, P.B_OPERAND)))
+    n = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, P.B_OPERAND)))
+    gl.store(kt_ptr + w[:, None, None] * 4096 + k[None, :, None] * 32 + n[None, None, :], kt)
+    v = P._v_operand(v_codes, v_scales, 0)  # [4, 32, 128]
+    t = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, P.B_OPERAND)))
+    c = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, P.B_OPERAND)))
+    gl.store(v_out_ptr + w[:, None, None] * 4096 + t[None, :, None] * 128 + c[None, None, :], v)
+
+
+def test_decoded_operands_bit_exact():
+    from atom_mxfp4.format import dequantize_mxfp4
+    from atom_mxfp4.layout import data_view, scale_view
+
+    gen = torch.Generator().manual_seed(3)
+    qk_dim = torch.tensor([L.qk_dim(k) for k in range(L.HEAD_DIM)])
+    pv_dim = torch.tensor([L.pv_dim(n) for n in range(L.HEAD_DIM)])
+    w, k, n = torch.meshgrid(torch.arange(4), torch.arange(128), torch.arange(32), indexing="ij")
+    wv, t, c = torch.meshgrid(torch.arange(4), torch.arange(32), torch.arange(128), indexing="ij")
+    for page in range(4):  # every code byte in every position, scale bytes 1..254 over the pages
+        rec = torch.empty(1, 1, L.RECORD_BYTES, dtype=torch.uint8)
+        rec[0, 0, :L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten()
+        rec[0, 0, L.SCALE_OFFSET:] = ((torch.arange(512) + 128 * page) % 254 + 1).to(torch.uint8)
+        ref = dequantize_mxfp4(data_view(rec)[0, 0], scale_view(rec)[0, 0], torch.bfloat16).view(torch.int16)
+        words = rec.to(DEV).view(torch.int32)
+        kt = torch.empty(4, 128, 32, dtype=torch.bfloat16, device=DEV)
+        v = torch.empty(4, 32, 128, dtype=torch.bfloat16, device=DEV)
+        tables = torch.zeros(1, dtype=torch.int32, device=DEV)
+        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, num_warps=L.WARPS)
+        assert torch.equal(kt.cpu().view(torch.int16), ref[32 * w + n, qk_dim[k]])
+        assert torch.equal(v.cpu().view(torch.int16), ref[32 * wv + t, pv_dim[c]])
+
+
+# ---- pa_decode -----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, None), (5, 7, 65, 9),
+                                                     (512, 16, 8, 1), (1, 16, 64, None), (3, 1, 2, 2)])
+def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
+    gen = torch.Generator().manual_seed(rows + width)
+    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
+    lens[0], lens[-1] = width * 128, 0 if rows > 1 else width * 128
+    if rows > 3:
+        lens[1], lens[2] = 1, 129  # one token; one token into the second page
+    q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
+    scale = 128 ** -0.5
+    got, plan = _run(q, k, v, tables, context_lens, scale, num_splits=splits)
+    if splits is not None:
+        assert plan.num_splits == min(splits, width)
+    _check(got, _oracle(q, k, v, tables, context_lens, scale), lens)
+    ref = torch.empty(rows, group, L.HEAD_DIM, dtype=torch.bfloat16)
+    torch_backend.pa_decode(ref, q, k, v, tables, context_lens, softmax_scale=scale, query_scale=None, plan=None)
+    ref = ref.float().numpy()
+    assert np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30) < ATTN_REL_TOL
+
+
+@pytest.mark.parametrize("query_scale", ["tensor", "number"])
+def test_e4m3_query_and_query_scale(query_scale):
+    rows, group, width = 9, 16, 12
+    gen = torch.Generator().manual_seed(11)
+    lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
+    q, k, v, tables, context_lens = _case(gen, rows, group, width, lens, q_dtype=torch.float8_e4m3fn)
+    qs = torch.rand(rows, generator=gen) * 2 if query_scale == "tensor" else 0.75
+    for splits in (1, None):
+        got, _ = _run(q, k, v, tables, context_lens, 0.09, query_scale=qs, num_splits=splits)
+        _check(got, _oracle(q, k, v, tables, context_lens, 0.09, qs), lens)
+
+
+def test_direct_and_split_agree_and_split_count_follows_the_plan():
+    rows, group, width = 24, 16, 40
+    gen = torch.Generator().manual_seed(5)
+    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
+    case = _case(gen, rows, group, width, lens)
+    direct, plan1 = _run(*case, 0.1, num_splits=1)
+    split, plan8 = _run(*case, 0.1, num_splits=8)
+    assert plan1.num_splits == 1 and plan8.num_splits == 8 and plan8.part_out is not None
+    ref = _oracle(*case, 0.1)
+    _check(direct, ref, lens)
+    _check(split, ref, lens)
+
+
+def test_non_finite_queries_follow_the_torch_backend():
+    """A NaN query head makes that head's row NaN (every logit NaN); the other heads are untouched."""
+    rows, group, width = 4, 16, 3
+    gen = torch.Generator().manual_seed(9)
+    lens = [300, 1, 128, 0]
+    q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
+    q[0, 3] = float("nan")
+    q[2, 5, 7] = float("nan")
+    for splits in (1, 3):
+        got, _ = _run(q, k, v, tables, context_lens, 0.1, num_splits=splits)
+        ref = torch.empty(rows, group, L.HEAD_DIM, dtype=torch.bfloat16)
+        torch_backend.pa_decode(ref, q, k, v, tables, context_lens, softmax_scale=0.1, query_scale=None, plan=None)
+        assert np.array_equal(np.isnan(got), np.isnan(ref.float().numpy()))
+        assert np.isnan(got[0, 3]).all() and np.isnan(got[2, 5]).all() and np.isfinite(got[1]).all()
+        assert (got[3] == 0).all()
+
+
+def test_through_the_ops_api_with_checks():
+    from atom_mxfp4 import ops
+
+    rows, group, width = 6, 16, 5
+    gen = torch.Generator().manual_seed(13)
+    lens = [640, 0, 77, 129, 1, 500]
+    q, k, v, tables, context_lens = (x.to(DEV) for x in _case(gen, rows, group, width, lens))
+    plan = ops.plan_pa_decode(rows, width, group, DEV, backend="hopper")
+    out = torch.full((rows, group, L.HEAD_DIM), float("nan"), dtype=torch.bfloat16, device=DEV)
+    ops.pa_decode(out, q, k, v, tables, context_lens, softmax_scale=0.1, plan=plan, backend="hopper", check=True)
+    ref = torch.empty_like(out)
+    ops.pa_decode(ref, q, k, v, tables, context_lens, softmax_scale=0.1, backend="torch")
+    got, want = out.float().cpu().numpy(), ref.float().cpu().numpy()
+    assert np.isfinite(got).all()
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < ATTN_REL_TOL
+
+
+@pytest.mark.parametrize("rows,width,splits", [(8, 64, None), (200, 16, None), (600, 4, 1)],
+                         ids=["split", "split-wave", "direct"])
+def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
+    gen = torch.Generator().manual_seed(7 * rows)
+    lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
+    q, k, v, tables, context_lens = (x.to(DEV) for x in _case(gen, rows, 16, width, lens))
+    plan = hopper_backend.make_plan(rows, width, 16, DEV, num_splits=splits)
+    assert (plan.num_splits > 1) == (splits is None)
+    out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
+    args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
+    hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args)  # warm-up / compile
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args)
+    # new contents in the same buffers (as a decode step would), then replay vs eager
+    q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
+    context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
+    graph.replay()
+    torch.cuda.synchronize()
+    replayed = out.clone()
+    eager = torch.empty_like(out)
+    hopper_backend.pa_decode(eager, q, k, v, tables, context_lens, **args)
+    assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
+
+
+def test_table_entries_past_the_context_are_never_read():
+    """Last in the file: a read of one of these page ids would fault (and break the CUDA context)."""
+    rows, group, width = 5, 16, 6
+    gen = torch.Generator().manual_seed(17)
+    lens = [1, 130, 0, 768, 255]
+    q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
+    sane, _ = _run(q, k, v, tables, context_lens, 0.1, num_splits=1)
+    for r, n in enumerate(lens):
+        tables[r, -(-n // L.PAGE_SIZE):] = 2 ** 30
+    for splits in (1, 3):
+        got, _ = _run(q, k, v, tables, context_lens, 0.1, num_splits=splits)
+        torch.cuda.synchronize()
+        assert np.isfinite(got).all()
+        if splits == 1:
+            assert np.array_equal(got, sane)

@@ -1,0 +1,144 @@
+"""The Hopper backend's host side on the CPU: the launcher's checks (argument, expected and actual value in every
+message), the early return, and the split plan (graph-stable, covering the table). No kernel is launched here."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
+
+import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
+from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
+
+P = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")
+
+
+def _args(rows=3, group=16, width=4, q_dtype=torch.bfloat16):
+    pages = rows * width
+    q = torch.zeros(rows, group, L.HEAD_DIM, dtype=q_dtype)
+    out = torch.empty(rows, group, L.HEAD_DIM, dtype=torch.bfloat16)
+    cache = torch.zeros(pages, 1, L.RECORD_BYTES, dtype=torch.uint8)
+    tables = torch.arange(pages, dtype=torch.int32).view(rows, width)
+    lens = torch.full((rows,), width * L.PAGE_SIZE, dtype=torch.int32)
+    return dict(out=out, q=q, k_cache=cache, v_cache=cache.clone(), tables=tables, context_lens=lens)
+
+
+def _call(args, plan=None, query_scale=None):
+    return hopper.pa_decode(args["out"], args["q"], args["k_cache"], args["v_cache"], args["tables"],
+                            args["context_lens"], softmax_scale=0.1, query_scale=query_scale, plan=plan)
+
+
+def _message(excinfo, *names):
+    text = str(excinfo.value)
+    for name in names:
+        assert name in text, text
+    assert "got" in text, text
+    return text
+
+
+def test_group_above_16_is_refused():
+    with pytest.raises(ValueError) as excinfo:
+        _call(_args(group=17))
+    _message(excinfo, "q.shape[1]", "<= 16", "17")
+
+
+def test_query_dtype_is_checked():
+    with pytest.raises(TypeError) as excinfo:
+        _call(_args(q_dtype=torch.float32))
+    _message(excinfo, "q.dtype", "torch.float32")
+
+
+@pytest.mark.parametrize("name", ["q", "out", "tables", "context_lens"])
+def test_tensors_read_by_pointer_must_be_contiguous(name):
+    args = _args()
+    tensor = args[name]
+    args[name] = tensor.transpose(0, -1).contiguous().transpose(0, -1) if tensor.dim() > 1 else \
+        torch.stack([tensor, tensor], 1)[:, 0]
+    assert not args[name].is_contiguous()
+    with pytest.raises(ValueError) as excinfo:
+        _call(args)
+    _message(excinfo, name, "contiguous", "strides")
+
+
+def test_query_scale_tensor_must_be_contiguous():
+    scale = torch.ones(3, 2)[:, 0]
+    with pytest.raises(ValueError) as excinfo:
+        _call(_args(), query_scale=scale)
+    _message(excinfo, "query_scale", "contiguous")
+
+
+@pytest.mark.parametrize("bad", ["width", "misaligned", "strided"])
+def test_cache_layout_is_checked(bad):
+    args = _args()
+    if bad == "width":
+        args["k_cache"] = torch.zeros(12, 1, L.RECORD_BYTES - 16, dtype=torch.uint8)
+    elif bad == "misaligned":
+        args["k_cache"] = torch.zeros(12 * L.RECORD_BYTES + 4, dtype=torch.uint8)[4:].view(12, 1, L.RECORD_BYTES)
+    else:
+        args["k_cache"] = torch.zeros(12, 2, L.RECORD_BYTES, dtype=torch.uint8)[:, :1]
+    with pytest.raises(ValueError) as excinfo:
+        _call(args)
+    _message(excinfo, "k_cache layout", "8704")
+
+
+def test_plan_must_match_and_be_a_hopper_plan():
+    args = _args()
+    with pytest.raises(ValueError) as excinfo:
+        _call(args, plan=hopper.make_plan(4, 4, 16, "cpu"))
+    _message(excinfo, "plan", "rows=3", "rows=4")
+    from atom_mxfp4.kernels.triton.pa_decode import make_plan as triton_plan
+    with pytest.raises(TypeError) as excinfo:
+        _call(args, plan=triton_plan(3, 4, 16, "cpu"))
+    _message(excinfo, "plan", "HopperDecodePlan", "DecodePlan")
+
+
+@pytest.mark.parametrize("rows,width", [(0, 4), (3, 0)])
+def test_empty_input_writes_zeros_without_a_launch(rows, width):
+    args = _args(rows=rows, width=width)
+    args["out"].fill_(float("nan"))
+    _call(args)
+    assert torch.equal(args["out"], torch.zeros_like(args["out"]))
+
+
+@pytest.mark.parametrize("rows,width", [(1, 1), (1, 64), (1, 1024), (8, 1024), (64, 256), (200, 16), (395, 3),
+                                        (396, 64), (512, 64), (600, 4), (4096, 16), (17, 33)])
+def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, width):
+    plan = hopper.make_plan(rows, width, 16, "cpu")
+    assert plan.pages_per_split * plan.num_splits >= width > plan.pages_per_split * (plan.num_splits - 1)
+    slots = P.DEFAULT_CONFIG.programs_per_sm * 132  # the CPU plan counts an H200's 132 SMs
+    assert plan.num_splits == 1 or plan.pages_per_split >= P.MIN_PAGES_PER_SPLIT
+    if rows < slots:  # split to fill one wave, no more
+        assert rows * plan.num_splits <= 2 * slots
+    else:  # the fewest splits whose waves are WAVE_FILL full, else the fullest
+        def fill(splits):
+            waves = rows * splits / slots
+            return waves / math.ceil(waves)
+
+        candidates = range(1, max(1, min(P.MAX_WAVE_SPLITS, width // P.MIN_PAGES_PER_SPLIT)) + 1)
+        full = [c for c in candidates if fill(c) >= P.WAVE_FILL]
+        assert plan.num_splits == (full[0] if full else max(candidates, key=fill))
+    if plan.num_splits == 1:
+        assert plan.part_out is None and plan.part_lse is None  # the direct path: no workspace, no merge
+    if plan.num_splits > 1:
+        assert plan.part_out.shape == (rows, plan.num_splits, L.BLOCK_H, L.HEAD_DIM)
+        assert plan.part_lse.shape == (rows, plan.num_splits, L.BLOCK_H)
+    again = hopper.make_plan(rows, width, 16, "cpu")
+    assert (again.num_splits, again.pages_per_split) == (plan.num_splits, plan.pages_per_split)
+
+
+def test_explicit_split_counts_are_clamped_to_the_table():
+    plan = hopper.make_plan(2, 5, 16, "cpu", num_splits=64)
+    assert plan.num_splits == 5 and plan.pages_per_split == 1
+    assert hopper.make_plan(2, 5, 16, "cpu", num_splits=1).part_out is None
+
+
+def test_wave_filling_splits_at_the_benchmark_shapes():
+    """512 rows are 1.29 waves of 3 x 132 programs unsplit (the last wave 29% full): 3 splits fill 97%; 4096 rows
+    are 10.3 waves, 94% full unsplit; a wave exactly: unsplit."""
+    assert hopper.make_plan(512, 64, 16, "cpu").num_splits == 3
+    assert hopper.make_plan(4096, 16, 16, "cpu").num_splits == 1
+    assert hopper.make_plan(396, 64, 16, "cpu").num_splits == 1

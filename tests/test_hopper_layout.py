@@ -1,0 +1,439 @@
+"""The Hopper (Gluon, sm_90) pa_decode's index maps, evaluated on the host against the DESIGN §4 record.
+
+``kernels/hopper/layout.py`` holds every map the kernel builds its layouts from (the words each lane loads, the
+relabelling of the decode outputs into MMA operands, the head-dim order of both products); ``kernels/hopper/_decode.py``
+holds the PTX. Here, without a GPU:
+- the load layouts are evaluated lane by lane: which record words each (warp, lane, register) reads, vector widths,
+  coverage, shared-memory wavefronts;
+- the decode is run as the kernel runs it: the shipped PTX text through the numpy PTX interpreter of tests/_helpers.py,
+  then the same joins / permutations / reshapes (numpy), giving the K^T and V operand tensors, compared bit for bit
+  with ``format.dequantize_mxfp4`` of the record at (token, ``qk_dim(k)``) / (token, ``pv_dim(n)``);
+- the operand lane map: the compiler's own linear layout of each MMA operand (Triton's Gluon builder, on the host)
+  says which (warp, lane, register) holds which operand element; composed with the maps above it names the (token,
+  head dim) every register holds, checked against the mma.m16n8k16 fragment of the PTX ISA and against the record,
+  and the provenance of every register (the thread that loaded its word, one bf16x2 output of the decode) is traced;
+- the whole per-page dataflow (Q in qk_dim order, warp-local online softmax, warp merge, column un-permutation) is
+  emulated over the operands and compared with the fp64 oracle, tokens past the context zero-filled as cp.async does;
+- deliberately wrong maps are caught.
+What is not checked here: that the compiled kernel does this (tests/test_hopper_compile.py checks the compile, the
+``assert_trivial`` layout conversions and the instruction mix; tests/gpu/test_hopper_gpu.py the numbers on a GPU).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
+
+from atom_mxfp4.format import dequantize_mxfp4  # noqa: E402
+from atom_mxfp4.kernels.hopper import _decode as D  # noqa: E402
+from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
+from atom_mxfp4.layout import data_view, scale_view  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _helpers as H  # noqa: E402
+
+K_ASM = str(D.K_DECODE_ASM.value)
+V_ASM = str(D.V_DECODE_ASM.value)
+OPERAND_REGS = L.HEAD_DIM * L.TOKENS_PER_WARP // L.LANES  # 128 bf16 elements of each B operand per lane
+LOAD_REGS = L.PAGE_SIZE * L.CODE_WORDS // L.THREADS  # 16 words of each page record per thread
+
+
+# ---- the record and its reference values -----------------------------------------------------------------------------
+def random_record(gen: torch.Generator, lo: int = 1, hi: int = 254) -> np.ndarray:
+    """One [8704] uint8 record: every code byte random, scale bytes in [lo, hi]."""
+    record = torch.randint(0, 256, (L.RECORD_BYTES,), generator=gen, dtype=torch.int32).to(torch.uint8)
+    record[L.SCALE_OFFSET:] = torch.randint(lo, hi + 1, (L.PAGE_SIZE * L.SCALE_BYTES,), generator=gen,
+                                            dtype=torch.int32).to(torch.uint8)
+    return record.numpy()
+
+
+def reference_bits(record: np.ndarray) -> np.ndarray:
+    """bf16 bits [128 tokens, 128 head dims] of the record, through the DESIGN §4 views and the codec."""
+    records = torch.from_numpy(record).view(1, 1, L.RECORD_BYTES)
+    values = dequantize_mxfp4(data_view(records)[0, 0], scale_view(records)[0, 0], torch.bfloat16)
+    return values.view(torch.int16).numpy().astype(np.uint16)
+
+
+def words_of(record: np.ndarray) -> np.ndarray:
+    """The record as the kernel reads it: 2176 little-endian int32 words (as uint64 for the PTX interpreter)."""
+    return record.view(np.uint32).astype(np.uint64)
+
+
+def unpack(register: np.ndarray) -> np.ndarray:
+    """bf16x2 register -> [..., 2] (element 0 = low half), as _decode.unpack_bf16x2."""
+    return np.stack([register & 0xFFFF, register >> 16], axis=-1)
+
+
+# ---- the kernel's dataflow, in numpy ---------------------------------------------------------------------------------
+def k_inputs(words: np.ndarray):
+    """(words [4, 32, 4, 4], (s, s) bf16x2 scale pairs) as _attend_page builds them."""
+    w, n, c, j = np.indices(L.K_WORDS_SHAPE)
+    k_words = words[L.k_word_offset(w, n, c, j)]
+    scale_words = words[L.SCALE_WORD + L.TOKENS_PER_WARP * w + n]
+    e = (scale_words >> (8 * c).astype(np.uint64)) & 0xFF
+    return k_words, (e << 7) | (e << 23)
+
+
+def k_chain(outputs: list[np.ndarray]) -> np.ndarray:
+    """The 4 decode outputs (bf16x2 [4, 32, 4, 4], or any per-register ids) -> K^T [4, 128, 32], as decode_k_operand."""
+    halves = [unpack(x) for x in outputs]
+    pairs = np.stack([np.stack(halves[0:2], axis=-1), np.stack(halves[2:4], axis=-1)], axis=-1)
+    return pairs.reshape(L.K_CHAIN_SHAPE).transpose(L.K_CHAIN_ORDER).reshape(L.WARPS, L.HEAD_DIM, L.TOKENS_PER_WARP)
+
+
+def k_operand(record: np.ndarray, asm: str = K_ASM) -> np.ndarray:
+    k_words, pair = k_inputs(words_of(record))
+    regs = H.run_ptx(asm, {"$4": k_words, "$5": pair, **{f"${i}": 0 * k_words for i in range(4)}})
+    return k_chain([regs[f"${i}"] for i in range(4)])
+
+
+def v_inputs(words: np.ndarray):
+    """(even words, odd words [4, 16, 8, 2], (even, odd) bf16x2 scale pairs) as _attend_page builds them."""
+    w, p, par, g, word = np.indices(L.V_WORDS_SHAPE)
+    v_words = words[L.v_word_offset(w, p, par, g, word)].transpose(L.V_PARITY_LAST)
+    even, odd = v_words[..., 0], v_words[..., 1]
+    w, p, g, par = np.indices([L.WARPS, L.TOKENS_PER_WARP // 2, 8, 2])
+    scale_words = words[L.SCALE_WORD + L.TOKENS_PER_WARP * w + 2 * p + par]
+    e = (scale_words >> (8 * (g >> 1)).astype(np.uint64)) & 0xFF
+    pair = (e[..., 0] << 7) | (e[..., 1] << 23)
+    return even, odd, np.broadcast_to(pair[..., None], even.shape).copy()
+
+
+def v_chain(outputs: list[np.ndarray]) -> np.ndarray:
+    """The 8 decode outputs ([4, 16, 8, 2] each) -> V [4, 32, 128], as decode_v_operand."""
+    halves = [unpack(x) for x in outputs]
+    beta = [np.stack(halves[2 * b:2 * b + 2], axis=-1) for b in range(4)]
+    pairs = np.stack([np.stack(beta[0:2], axis=-1), np.stack(beta[2:4], axis=-1)], axis=-1)
+    return pairs.reshape(L.V_CHAIN_SHAPE).transpose(L.V_CHAIN_ORDER).reshape(L.WARPS, L.TOKENS_PER_WARP, L.HEAD_DIM)
+
+
+def v_operand(record: np.ndarray, asm: str = V_ASM) -> np.ndarray:
+    even, odd, pair = v_inputs(words_of(record))
+    regs = H.run_ptx(asm, {"$8": even, "$9": odd, "$10": pair, **{f"${i}": 0 * even for i in range(8)}})
+    return v_chain([regs[f"${i}"] for i in range(8)])
+
+
+def qk_dims() -> np.ndarray:
+    return np.array([L.qk_dim(k) for k in range(L.HEAD_DIM)])
+
+
+def pv_dims() -> np.ndarray:
+    return np.array([L.pv_dim(n) for n in range(L.HEAD_DIM)])
+
+
+def k_mismatches(record: np.ndarray, kt: np.ndarray) -> int:
+    """Elements of K^T [w, k, n] that are not the record's value at (token 32 w + n, head dim qk_dim(k))."""
+    ref = reference_bits(record)
+    w, k, n = np.indices(kt.shape)
+    return int((kt != ref[L.TOKENS_PER_WARP * w + n, qk_dims()[k]]).sum())
+
+
+def v_mismatches(record: np.ndarray, v: np.ndarray) -> int:
+    """Elements of V [w, k, n] that are not the record's value at (token 32 w + k, head dim pv_dim(n))."""
+    ref = reference_bits(record)
+    w, k, n = np.indices(v.shape)
+    return int((v != ref[L.TOKENS_PER_WARP * w + k, pv_dims()[n]]).sum())
+
+
+@pytest.fixture(scope="module")
+def record():
+    return random_record(torch.Generator().manual_seed(14))
+
+
+# ---- constants and the pure maps ------------------------------------------------------------------------------------
+def test_constants_are_design_section_4():
+    assert (L.PAGE_SIZE, L.HEAD_DIM, L.DATA_BYTES, L.SCALE_BYTES, L.RECORD_BYTES) == (128, 128, 64, 4, 8704)
+    assert L.RECORD_WORDS * 4 == L.RECORD_BYTES and L.SCALE_WORD * 4 == L.SCALE_OFFSET == 128 * 64
+    assert L.WARPS * L.TOKENS_PER_WARP == L.PAGE_SIZE and L.STAGE_BYTES == 2 * L.RECORD_BYTES
+
+
+def test_dim_orders_are_permutations_and_out_columns_undo_pv_dim():
+    assert sorted(qk_dims()) == list(range(128)) and sorted(pv_dims()) == list(range(128))
+    assert all(L.pv_dim(n) == 16 * (n & 7) + (n >> 3) for n in range(128))
+    columns = np.arange(L.BLOCK_H * L.HEAD_DIM).reshape(L.BLOCK_H, L.HEAD_DIM)  # [head, n] ids
+    restored = columns.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(L.BLOCK_H, L.HEAD_DIM)
+    assert np.array_equal(restored[:, pv_dims()], columns)  # restored[:, d] is column n with pv_dim(n) = d
+
+
+# ---- the loads: which words each lane reads ------------------------------------------------------------------------
+def _load_map(bases, offset_of, regs):
+    """{(warp, lane): [word offsets by register]} of a load layout."""
+    return {(warp, lane): [offset_of(*L.linear_layout_apply(bases, reg, lane, warp)) for reg in range(regs)]
+            for warp in range(L.WARPS) for lane in range(L.LANES)}
+
+
+def test_k_loads_are_128_bit_chunks_of_the_lanes_scale_block_covering_the_page_once():
+    loads = _load_map(L.K_WORDS_BASES, L.k_word_offset, LOAD_REGS)
+    everything = sorted(o for offsets in loads.values() for o in offsets)
+    assert everything == list(range(L.PAGE_SIZE * L.CODE_WORDS))  # every code word of the page, once
+    for (warp, lane), offsets in loads.items():
+        for vector in range(4):  # registers 4v .. 4v+3: one token, 4 consecutive 16-byte aligned words
+            chunk = offsets[4 * vector:4 * vector + 4]
+            assert chunk == list(range(chunk[0], chunk[0] + 4)) and chunk[0] % 4 == 0
+            token, byte = divmod(4 * chunk[0], L.DATA_BYTES)
+            assert token // L.TOKENS_PER_WARP == warp and token % 8 == lane >> 2
+            assert byte == 16 * (lane & 3)  # lane c holds code bytes 16c..16c+15: head dims of scale block c
+
+
+def test_v_loads_are_64_bit_chunks_covering_the_page_once():
+    loads = _load_map(L.V_WORDS_BASES, L.v_word_offset, LOAD_REGS)
+    everything = sorted(o for offsets in loads.values() for o in offsets)
+    assert everything == list(range(L.PAGE_SIZE * L.CODE_WORDS))
+    for (warp, lane), offsets in loads.items():
+        for vector in range(8):
+            pair = offsets[2 * vector:2 * vector + 2]
+            assert pair == [pair[0], pair[0] + 1] and pair[0] % 2 == 0
+            token, byte = divmod(4 * pair[0], L.DATA_BYTES)
+            assert token // L.TOKENS_PER_WARP == warp and byte == 8 * (lane >> 2)  # lane g: bytes 8g..8g+7
+
+
+def _wavefronts(byte_addresses, width):
+    """Shared-memory wavefronts of one warp-wide load of ``width`` bytes per lane (32 banks x 4 B)."""
+    words = {a // 4 + i for a in byte_addresses for i in range(width // 4)}
+    per_bank = {}
+    for word in words:
+        per_bank.setdefault(word % 32, set()).add(word)
+    return max(len(v) for v in per_bank.values())
+
+
+def test_shared_memory_wavefronts_of_the_operand_loads():
+    """K: the minimum (4 wavefronts for 512 B); V: 4 where 2 would do (4 tokens 128 B apart per load), a cost noted
+    in docs/hopper.md (a token permutation inside the warp's 32 would remove it)."""
+    for regs, width, bases, offset_of, expected in ((range(0, LOAD_REGS, 4), 16, L.K_WORDS_BASES, L.k_word_offset, 4),
+                                                    (range(0, LOAD_REGS, 2), 8, L.V_WORDS_BASES, L.v_word_offset, 4)):
+        for reg in regs:
+            addresses = [4 * offset_of(*L.linear_layout_apply(bases, reg, lane, 0)) for lane in range(L.LANES)]
+            assert _wavefronts(addresses, width) == expected
+
+
+# ---- the decode into operands, bit for bit --------------------------------------------------------------------------
+def test_k_operand_holds_the_record_in_qk_dim_order(record):
+    assert k_mismatches(record, k_operand(record)) == 0
+
+
+def test_v_operand_holds_the_record_in_pv_dim_order(record):
+    assert v_mismatches(record, v_operand(record)) == 0
+
+
+def test_every_code_byte_and_scale_byte_through_the_operands():
+    """Pages whose 8192 code bytes are 32 permutations of 0..255 and whose scale bytes sweep 1..254 (each in every
+    block position over the pages)."""
+    gen = torch.Generator().manual_seed(3)
+    for page in range(4):
+        record = random_record(gen)
+        record[:L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten().numpy()
+        record[L.SCALE_OFFSET:] = (np.arange(512) + 128 * page) % 254 + 1
+        assert k_mismatches(record, k_operand(record)) == 0
+        assert v_mismatches(record, v_operand(record)) == 0
+
+
+def test_zero_filled_tokens_decode_to_zero():
+    """cp.async zero-fills the bytes of tokens past the context (code 0, scale byte 0): they must decode to +0."""
+    record = np.zeros(L.RECORD_BYTES, np.uint8)
+    assert not k_operand(record).any() and not v_operand(record).any()
+
+
+# ---- the operand lane map (the compiler's layouts, on the host) ------------------------------------------------------
+@pytest.fixture(scope="module")
+def operand_layouts():
+    """The compiler's linear layouts of the two B operands (mma v2, warps on the batch dimension), as bases dicts."""
+    from triton._C.libtriton import gluon_ir, ir
+    from triton.experimental.gluon import language as gl
+
+    context = ir.context()
+    ir.load_dialects(context)
+    builder = gluon_ir.GluonOpBuilder(context)
+    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.MMA_WARPS, instr_shape=L.MMA_INSTR_SHAPE)
+    operand = gl.DotOperandLayout(1, mma, L.K_WIDTH)
+
+    def bases(shape):
+        layout = builder.to_linear_layout(operand._to_ir(builder), shape)
+        return dict(reg_bases=layout.reg_bases, lane_bases=layout.lane_bases, warp_bases=layout.warp_bases,
+                    shape=shape)
+
+    return {"k": bases([L.WARPS, L.HEAD_DIM, L.TOKENS_PER_WARP]), "v": bases([L.WARPS, L.TOKENS_PER_WARP, L.HEAD_DIM])}
+
+
+def k_lane_map(bases):
+    """(warp, lane, register) -> (token in the page, head dim) of the K^T operand."""
+    def where(warp, lane, reg):
+        w, k, n = L.linear_layout_apply(bases, reg, lane, warp)
+        return L.TOKENS_PER_WARP * w + n, L.qk_dim(k)
+    return where
+
+
+def v_lane_map(bases):
+    """(warp, lane, register) -> (token in the page, head dim) of the V operand."""
+    def where(warp, lane, reg):
+        w, k, n = L.linear_layout_apply(bases, reg, lane, warp)
+        return L.TOKENS_PER_WARP * w + k, L.pv_dim(n)
+    return where
+
+
+def test_operand_layouts_are_the_mma_m16n8k16_b_fragment(operand_layouts):
+    """PTX ISA, mma.m16n8k16 .bf16, B fragment: register i of lane l holds row k = 2 (l % 4) + (i & 1) + 8 (i >> 1)
+    and column n = l // 4 of each 16 x 8 tile; warp w holds batch w."""
+    for name, (k_dim, n_dim) in (("k", (1, 2)), ("v", (1, 2))):
+        bases = operand_layouts[name]
+        for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(OPERAND_REGS)):
+            index = L.linear_layout_apply(bases, reg, lane, warp)
+            assert index[0] == warp
+            k, n = index[k_dim], index[n_dim]
+            assert k % 16 == 2 * (lane % 4) + (reg & 1) + 8 * ((reg >> 1) & 1), (name, warp, lane, reg)
+            assert n % 8 == lane // 4, (name, warp, lane, reg)
+
+
+def test_operand_lane_maps_against_the_record(operand_layouts, record):
+    """The lane map: K^T register (warp, lane, reg) holds token 32 warp + n at head dim qk_dim(k) where (k, n) is the
+    compiler's operand index; lane c's dims are its own scale block c, lane g's tokens are g + 8 r of the warp's 32.
+    V: token 32 warp + k at head dim pv_dim(n), lane g's dims are 16 g .. 16 g + 15. Values from the decode emulation,
+    compared with the record at the (token, dim) the map names."""
+    ref = reference_bits(record)
+    kt, v = k_operand(record), v_operand(record)
+    k_where, v_where = k_lane_map(operand_layouts["k"]), v_lane_map(operand_layouts["v"])
+    for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(OPERAND_REGS)):
+        token, dim = k_where(warp, lane, reg)
+        assert token // L.TOKENS_PER_WARP == warp and token % 8 == lane >> 2 and dim // 32 == lane & 3
+        w, k, n = L.linear_layout_apply(operand_layouts["k"], reg, lane, warp)
+        assert kt[w, k, n] == ref[token, dim]
+        token, dim = v_where(warp, lane, reg)
+        assert token // L.TOKENS_PER_WARP == warp and dim // 16 == lane >> 2
+        assert (token % L.TOKENS_PER_WARP) // 2 % 4 == lane & 3
+        w, k, n = L.linear_layout_apply(operand_layouts["v"], reg, lane, warp)
+        assert v[w, k, n] == ref[token, dim]
+
+
+def _owner(bases, regs):
+    """tensor index -> (warp, lane) of a load layout."""
+    return {L.linear_layout_apply(bases, reg, lane, warp): (warp, lane)
+            for warp in range(L.WARPS) for lane in range(L.LANES) for reg in range(regs)}
+
+
+def test_every_operand_register_is_one_decode_output_of_its_own_lanes_words(operand_layouts):
+    """Provenance: running the joins / permutations on ids instead of values, each bf16x2 register (reg 2i, 2i+1) of
+    each operand is the low / high half of one decode output, computed from words the same lane loaded: no data moves
+    between lanes and no register is repacked (what assert_trivial asserts in the compiled kernel)."""
+    # K: id = (flat index of the word in [4, 32, 4, 4]) * 4 + output m; halves from unpack
+    word_ids = np.arange(np.prod(L.K_WORDS_SHAPE)).reshape(L.K_WORDS_SHAPE).astype(np.uint64)
+    tagged = k_chain([((word_ids * 4 + m) << 17) | ((word_ids * 4 + m) << 1) | (1 << 16) for m in range(4)])
+    owner = _owner(L.K_WORDS_BASES, LOAD_REGS)
+    for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(0, OPERAND_REGS, 2)):
+        low = tagged[L.linear_layout_apply(operand_layouts["k"], reg, lane, warp)]
+        high = tagged[L.linear_layout_apply(operand_layouts["k"], reg + 1, lane, warp)]
+        assert (low & 1, high & 1) == (0, 1) and low >> 1 == high >> 1  # the two halves of one output
+        word = np.unravel_index(int(low >> 1) // 4, L.K_WORDS_SHAPE)
+        assert owner[tuple(int(i) for i in word)] == (warp, lane)
+    # V: id = (flat index of the even word in [4, 16, 8, 2]) * 8 + output; the odd word is the same lane's
+    shape = [L.WARPS, L.TOKENS_PER_WARP // 2, 8, 2]
+    word_ids = np.arange(np.prod(shape)).reshape(shape).astype(np.uint64)
+    tagged = v_chain([((word_ids * 8 + i) << 17) | ((word_ids * 8 + i) << 1) | (1 << 16) for i in range(8)])
+    owner = _owner(L.V_WORDS_BASES, LOAD_REGS)
+    for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(0, OPERAND_REGS, 2)):
+        low = tagged[L.linear_layout_apply(operand_layouts["v"], reg, lane, warp)]
+        high = tagged[L.linear_layout_apply(operand_layouts["v"], reg + 1, lane, warp)]
+        assert (low & 1, high & 1) == (0, 1) and low >> 1 == high >> 1
+        w, p, g, word = (int(i) for i in np.unravel_index(int(low >> 1) // 8, shape))
+        for parity in (0, 1):  # [w, p, par, g, word] of the even and the odd word
+            assert owner[(w, p, parity, g, word)] == (warp, lane)
+
+
+# ---- the page dataflow end to end -----------------------------------------------------------------------------------
+def _bf16(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    return torch.from_numpy(x.astype(np.float32)).bfloat16().float().numpy().astype(np.float64)
+
+
+def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, logit_scale: float) -> np.ndarray:
+    """The direct path of one row: q [G, 128] bf16 values; records of the row's pages (bytes past the context are
+    whatever the cache holds: they are zero-filled here as the masked cp.async does) -> out [G, 128] (fp64)."""
+    group = q.shape[0]
+    q_operand = np.zeros((L.BLOCK_H, L.HEAD_DIM))
+    q_operand[:group] = q[:, qk_dims()]  # column k = head dim qk_dim(k); heads >= group are 0
+    m = np.full((L.WARPS, L.BLOCK_H), -np.inf)
+    l_sum = np.zeros((L.WARPS, L.BLOCK_H))
+    acc = np.zeros((L.WARPS, L.BLOCK_H, L.HEAD_DIM))
+    for page, (k_record, v_record) in enumerate(zip(k_records, v_records)):
+        valid = min(context - page * L.PAGE_SIZE, L.PAGE_SIZE)
+        k_record, v_record = k_record.copy(), v_record.copy()
+        for rec in (k_record, v_record):  # the copy masks: 16-byte code chunks and 4-byte scale words per token
+            rec[valid * L.DATA_BYTES:L.SCALE_OFFSET] = 0
+            rec[L.SCALE_OFFSET + valid * L.SCALE_BYTES:] = 0
+        kt, v = _bf16(k_operand(k_record)), _bf16(v_operand(v_record))
+        logits = np.einsum("hk,wkn->whn", q_operand, kt) * logit_scale  # [w, h, n]
+        position = page * L.PAGE_SIZE + np.arange(L.WARPS)[:, None, None] * L.TOKENS_PER_WARP + np.arange(32)
+        logits = np.where(position < context, logits, -np.inf)
+        m_new = np.maximum(m, logits.max(axis=2))
+        m_safe = np.where(m_new == -np.inf, 0.0, m_new)
+        alpha = np.exp2(m - m_safe)
+        p = np.exp2(logits - m_safe[:, :, None])
+        l_sum = l_sum * alpha + p.sum(axis=2)
+        acc = acc * alpha[:, :, None] + np.einsum("whk,wkn->whn", _round_bf16(p), v)
+        m = m_new
+    m_all = m.max(axis=0)
+    weight = np.exp2(m - np.where(m_all == -np.inf, 0.0, m_all)[None, :])
+    total = (l_sum * weight).sum(axis=0)
+    o = (acc * weight[:, :, None]).sum(axis=0)
+    o = o.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(L.BLOCK_H, L.HEAD_DIM)
+    out = np.where(total[:, None] > 0, o / np.where(total > 0, total, 1.0)[:, None], 0.0 if context == 0 else np.nan)
+    return out[:group]
+
+
+@pytest.mark.parametrize("context", [0, 1, 31, 97, 128, 129, 300, 512])
+def test_emulated_page_dataflow_matches_the_fp64_oracle(context):
+    gen = torch.Generator().manual_seed(context + 1)
+    pages, group, scale = -(-context // L.PAGE_SIZE), 7, L.HEAD_DIM ** -0.5
+    k_records = [random_record(gen, 120, 134) for _ in range(max(1, pages))]
+    v_records = [random_record(gen, 120, 134) for _ in range(max(1, pages))]
+    tail = context - (max(1, pages) - 1) * L.PAGE_SIZE  # valid tokens of the last page
+    for rec in (k_records[-1], v_records[-1]):  # garbage past the context: scales 255 (NaN) that must never decode
+        rec[L.SCALE_OFFSET + tail * L.SCALE_BYTES:] = 255
+        rec[tail * L.DATA_BYTES:L.SCALE_OFFSET] = 0x77
+    q = _round_bf16(torch.randn(group, L.HEAD_DIM, generator=gen).numpy())
+    got = emulate_row(q, k_records[:pages], v_records[:pages], context, scale * math.log2(math.e))
+    records = lambda recs: torch.from_numpy(np.stack(recs)).view(len(recs), 1, L.RECORD_BYTES)  # noqa: E731
+    ref = H.attention_rows(q[None], records(k_records), records(v_records), torch.arange(len(k_records))[None],
+                           [context], scale)[0]
+    if context == 0:
+        assert np.array_equal(got, np.zeros_like(got))
+        return
+    assert np.isfinite(got).all()
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < H.ATTN_REL_TOL
+
+
+# ---- wrong maps are caught ------------------------------------------------------------------------------------------
+def test_a_wrong_qk_dim_order_is_caught(record, monkeypatch):
+    kt = k_operand(record)
+    bits = list(L.QK_DIM_BITS)
+    bits[0], bits[3] = bits[3], bits[0]  # swap which k bits give the pair / the nibble
+    monkeypatch.setattr(L, "QK_DIM_BITS", tuple(bits))
+    assert k_mismatches(record, kt) > 0
+
+
+def test_a_wrong_pv_dim_order_is_caught(record, monkeypatch):
+    v = v_operand(record)
+    monkeypatch.setattr(L, "PV_DIM_BITS", (0, 1, 2, 3, 4, 5, 6))  # columns in plain head-dim order: wrong
+    assert v_mismatches(record, v) > 0
+
+
+def test_a_wrong_chain_order_is_caught(record, monkeypatch):
+    order = list(L.K_CHAIN_ORDER)
+    order[3], order[4] = order[4], order[3]  # m1 and m0 exchanged
+    monkeypatch.setattr(L, "K_CHAIN_ORDER", order)
+    assert k_mismatches(record, k_operand(record)) > 0
+
+
+def test_a_wrong_v_byte_selector_is_caught(record):
+    broken = V_ASM.replace("prmt.b32 x, $8, $9, 0x5511;", "prmt.b32 x, $8, $9, 0x5411;", 1)  # odd token's byte 0
+    assert broken != V_ASM
+    assert v_mismatches(record, v_operand(record, broken)) > 0
