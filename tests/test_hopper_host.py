@@ -85,15 +85,18 @@ def test_cache_layout_is_checked(bad):
     _message(excinfo, "k_cache layout", "8704")
 
 
-def test_plan_must_match_and_be_a_hopper_plan():
-    args = _args()
+def test_plan_must_cover_the_call_and_be_a_hopper_plan():
+    args = _args()  # 3 rows, tables 4 wide
     with pytest.raises(ValueError) as excinfo:
-        _call(args, plan=hopper.make_plan(4, 4, 16, "cpu"))
-    _message(excinfo, "plan", "rows=3", "rows=4")
+        _call(args, plan=hopper.make_plan(2, 4, 16, "cpu"))
+    _message(excinfo, "plan.num_rows", ">= q.shape[0] = 3", "2")
+    with pytest.raises(ValueError) as excinfo:
+        _call(args, plan=hopper.make_plan(3, 3, 16, "cpu"))
+    _message(excinfo, "plan.max_table_width", ">= tables.shape[1] = 4", "3")
     from atom_mxfp4.kernels.triton.pa_decode import make_plan as triton_plan
     with pytest.raises(TypeError) as excinfo:
         _call(args, plan=triton_plan(3, 4, 16, "cpu"))
-    _message(excinfo, "plan", "HopperDecodePlan", "DecodePlan")
+    _message(excinfo, "plan", "HopperDecodePlan", "TritonDecodePlan")
 
 
 @pytest.mark.parametrize("rows,width", [(0, 4), (3, 0)])
@@ -121,11 +124,12 @@ def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, wi
         candidates = range(1, max(1, min(P.MAX_WAVE_SPLITS, width // P.MIN_PAGES_PER_SPLIT)) + 1)
         full = [c for c in candidates if fill(c) >= P.WAVE_FILL]
         assert plan.num_splits == (full[0] if full else max(candidates, key=fill))
-    if plan.num_splits == 1:
-        assert plan.part_out is None and plan.part_lse is None  # the direct path: no workspace, no merge
+    if width // P.MIN_PAGES_PER_SPLIT <= 1:  # no launch the plan covers splits: no workspace, no merge
+        assert plan.part_out is None and plan.part_lse is None
     if plan.num_splits > 1:
-        assert plan.part_out.shape == (rows, plan.num_splits, L.BLOCK_H, L.HEAD_DIM)
-        assert plan.part_lse.shape == (rows, plan.num_splits, L.BLOCK_H)
+        assert plan.part_out.shape[0] >= rows * plan.num_splits and plan.part_out.shape[1:] == (L.BLOCK_H, L.HEAD_DIM)
+        assert plan.part_lse.shape == (plan.part_out.shape[0], L.BLOCK_H)
+    assert plan.splits_for(rows, width) == (plan.num_splits, plan.pages_per_split)
     again = hopper.make_plan(rows, width, 16, "cpu")
     assert (again.num_splits, again.pages_per_split) == (plan.num_splits, plan.pages_per_split)
 
@@ -142,3 +146,15 @@ def test_wave_filling_splits_at_the_benchmark_shapes():
     assert hopper.make_plan(512, 64, 16, "cpu").num_splits == 3
     assert hopper.make_plan(4096, 16, 16, "cpu").num_splits == 1
     assert hopper.make_plan(396, 64, 16, "cpu").num_splits == 1
+
+
+@pytest.mark.parametrize("rows,width", [(8, 64), (395, 64), (396, 64), (512, 64), (1000, 33), (4096, 16), (3, 7)])
+def test_workspace_fits_every_launch_the_plan_covers(rows, width):
+    """Every (rows', width') <= (rows, width) launch's rows' x splits fits the plan's workspace (brute force over the
+    covered shapes, a stride through the larger ranges)."""
+    plan = hopper.make_plan(rows, width, 16, "cpu")
+    slots = 0 if plan.part_out is None else plan.part_out.shape[0]
+    for r in sorted(set(range(1, min(rows, 64) + 1)) | set(range(1, rows + 1, 7)) | {rows}):
+        for w in range(1, width + 1):
+            splits, _ = plan.splits_for(r, w)
+            assert splits == 1 or r * splits <= slots, (r, w, splits, slots)

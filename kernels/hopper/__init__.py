@@ -15,6 +15,8 @@ import torch
 
 from atom_mxfp4.registry import Backend, register_backend
 
+NAME = "hopper"  # the registered name; pa_decode's plans carry it (defined before the op modules import it)
+
 if importlib.util.find_spec("triton") is not None and importlib.util.find_spec("triton.experimental.gluon") is not None:
     from .pa_decode import HopperConfig, HopperDecodePlan, make_plan, pa_decode
 
@@ -37,7 +39,7 @@ def usable(device: torch.device) -> str | None:
     return None
 
 
-@register_backend("hopper", rank=1)
+@register_backend(NAME, rank=1)
 class HopperBackend(Backend):
     """Explicit only (``auto`` never picks it) until its H200 GPU tests pass."""
 

@@ -34,7 +34,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
 
+from . import NAME
 from . import layout as L
 from ._decode import decode_k_operand, decode_v_operand, scale_bf16x2
 
@@ -302,35 +304,72 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class HopperDecodePlan:
-    """Caller-owned workspace of one (rows, table width, group) shape: reuse it for every layer and graph replay.
+def _split(width: int, wanted: int) -> tuple[int, int]:
+    """(splits, pages_per_split) of a ``width``-page table asked to split ``wanted`` ways: no split without pages."""
+    splits = max(1, min(wanted, max(1, width)))
+    pages_per_split = triton.cdiv(max(1, width), splits)
+    return triton.cdiv(max(1, width), pages_per_split), pages_per_split
 
-    part_out [rows, splits, 16, 128] fp32 and part_lse [rows, splits, 16] fp32 (None on the direct path).
+
+def partial_slots(num_rows: int, max_table_width: int, device: torch.device, config: HopperConfig,
+                  num_splits: int | None) -> int:
+    """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
+    none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): fewer rows than a wave split
+    to at most fill it (rows x splits < wave + rows), a wave or more at most MAX_WAVE_SPLITS ways; never more than
+    width // MIN_PAGES_PER_SPLIT ways."""
+    if num_splits is not None:
+        wanted = _split(max_table_width, num_splits)[0]
+        return num_rows * wanted if wanted > 1 else 0
+    most = max(1, max_table_width // MIN_PAGES_PER_SPLIT)
+    if most == 1 or num_rows == 0:
+        return 0
+    wave = config.programs_per_sm * (_num_sms(device.index or 0) if device.type == "cuda" else 132)
+    below = min(num_rows, wave - 1)  # launches of fewer rows than a wave
+    bound = min(below * most, below + wave - 1)
+    if num_rows >= wave:
+        bound = max(bound, num_rows * min(MAX_WAVE_SPLITS, most))
+    return bound
+
+
+@dataclass(frozen=True, eq=False)
+class HopperDecodePlan(DecodePlan):
+    """The Hopper backend's plan (the protocol of atom_mxfp4.plan): tuning + split-KV workspace.
+
+    part_out [slots, 16, 128] fp32 and part_lse [slots, 16] fp32: slot ``row * splits + split`` of a split launch
+    (``partial_slots``: enough for every launch the plan covers); None when no launch it covers splits.
+    ``num_splits`` / ``pages_per_split``: what a launch of the plan's own shape does (benchmarks report them).
     """
-    num_rows: int
-    max_table_width: int
-    group: int
+
+    config: HopperConfig
+    forced_splits: int | None  # None: each launch takes num_splits_for(its rows, its width); an int: every launch
     num_splits: int
     pages_per_split: int
     part_out: torch.Tensor | None
     part_lse: torch.Tensor | None
-    config: HopperConfig
+
+    def splits_for(self, rows: int, width: int) -> tuple[int, int]:
+        """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
+        wanted = (self.forced_splits if self.forced_splits is not None
+                  else num_splits_for(rows, width, self.device, self.config.programs_per_sm))
+        return _split(width, wanted)
 
 
-def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None):
-    device = torch.device(device)
+def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None) -> HopperDecodePlan:
+    """A plan for calls of <= num_rows rows and tables <= max_table_width wide (atom_mxfp4.plan). ``config``: the
+    tuning (None: DEFAULT_CONFIG); ``num_splits``: None (the split policy, per launch) or a forced split count."""
+    device = plan_device(device)
     config = DEFAULT_CONFIG if config is None else config
-    splits = num_splits if num_splits is not None else num_splits_for(num_rows, max_table_width, device,
-                                                                      config.programs_per_sm)
-    splits = max(1, min(splits, max(1, max_table_width)))
-    pages_per_split = triton.cdiv(max(1, max_table_width), splits)
-    splits = triton.cdiv(max(1, max_table_width), pages_per_split)  # no split without pages
+    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
+                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
+    own = _split(max_table_width, num_splits if num_splits is not None
+                 else num_splits_for(num_rows, max_table_width, device, config.programs_per_sm))
+    slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = None
-    if splits > 1:
-        part_out = torch.empty(num_rows, splits, L.BLOCK_H, L.HEAD_DIM, dtype=torch.float32, device=device)
-        part_lse = torch.empty(num_rows, splits, L.BLOCK_H, dtype=torch.float32, device=device)
-    return HopperDecodePlan(num_rows, max_table_width, group, splits, pages_per_split, part_out, part_lse, config)
+    if slots > 0:
+        part_out = torch.empty(slots, L.BLOCK_H, L.HEAD_DIM, dtype=torch.float32, device=device)
+        part_lse = torch.empty(slots, L.BLOCK_H, dtype=torch.float32, device=device)
+    return HopperDecodePlan(NAME, num_rows, max_table_width, group, device, config, num_splits, *own, part_out,
+                            part_lse)
 
 
 def with_config(plan: HopperDecodePlan, config: HopperConfig) -> HopperDecodePlan:
@@ -354,12 +393,8 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         expect(cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0,
                f"{name} layout", f"contiguous [pages, heads, {L.RECORD_BYTES}] uint8 records, 16-byte aligned",
                f"{list(cache.shape)} strides {cache.stride()} at address {cache.data_ptr():#x}")
-    if plan is not None:
-        expect(plan.num_rows == rows and plan.max_table_width == width, "plan",
-               f"made for rows={rows}, max_table_width={width}",
-               f"rows={plan.num_rows}, max_table_width={plan.max_table_width}")
-        expect(isinstance(plan, HopperDecodePlan), "plan", "a HopperDecodePlan (backend='hopper' make_plan)",
-               type(plan).__name__, TypeError)
+    if plan is not None:  # even under check=False: a plan too small would be written past its workspace
+        check_plan(plan, backend=NAME, rows=rows, width=width, group=group, device=q.device, kind=HopperDecodePlan)
     # ---- flatten: records as int32 words; a tensor query_scale is read per row, a number (or None = 1) is folded
     k_words = k_cache.view(torch.int32)
     v_words = v_cache.view(torch.int32)
@@ -371,19 +406,24 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         out.zero_()
         return out
     plan = make_plan(rows, width, group, q.device) if plan is None else plan
-    # ---- tuning
+    # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
+    splits, pages_per_split = plan.splits_for(rows, width)
+    split = splits > 1
+    if split:  # a hand-built plan could hold less than make_plan gives
+        slots = 0 if plan.part_out is None else min(plan.part_out.shape[0], plan.part_lse.shape[0])
+        expect(rows * splits <= slots, "plan workspace (part_out / part_lse rows)",
+               f">= {rows * splits} partial slots ({rows} rows x {splits} splits)", slots)
     # ---- launch
-    split = plan.num_splits > 1
-    _pa_decode_kernel[(rows, plan.num_splits)](
+    _pa_decode_kernel[(rows, splits)](
         out, q, k_words, v_words, tables, context_lens, query_scale_arg,
         plan.part_out if split else out, plan.part_lse if split else out,
-        width, group, plan.pages_per_split, plan.num_splits, float(softmax_scale) * scalar_scale * LOG2E,
+        width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, num_warps=NUM_WARPS,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, plan.num_splits,
+        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, splits,
                                num_warps=NUM_WARPS)
     return out
 
