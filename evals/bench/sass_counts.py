@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import importlib
 import os
 import re
@@ -70,12 +71,48 @@ def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str,
                             target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": config.num_warps, "num_stages": config.num_stages,
                                      **({"maxnreg": config.maxnreg} if config.maxnreg else {})})
+    return cubin_sass(kernel.asm["cubin"]), kernel.metadata.shared
+
+
+def cubin_sass(cubin: bytes) -> str:
+    """The SASS of a cubin, by the cuobjdump Triton ships."""
     cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "kernel.cubin"
-        cubin.write_bytes(kernel.asm["cubin"])
-        sass = subprocess.run([str(cuobjdump), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    return sass, kernel.metadata.shared
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([str(cuobjdump), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+# ---- index_topk's score kernel: whole-kernel counts per index-K dtype (one 128-token tile per block visited) -------
+INDEX_SIGNATURE = {
+    "idx_q_ptr": "*bf16", "index_k_ptr": "*u8", "block_table_ptr": "*i32", "row_request_ptr": "*i32",
+    "row_position_ptr": "*i32", "keys_ptr": "*i32", "num_rows": "i32", "num_heads": "i32", "table_stride": "i32",
+    "max_blocks": "i32", "blocks_per_program": "i32", "init_blocks": "i32", "local_blocks": "i32",
+    "BLOCK_N": "constexpr", "MMA_BF16": "constexpr", "DECODE": "constexpr", "Q_FP32": "constexpr",
+    "INDEX_FP8": "constexpr", "INDEX_RECORD_BYTES": "constexpr",
+}
+INDEX_VARIANTS = {  # name: (index-K dtype, IndexConfig.asm)
+    "mxfp4 index-K, PTX decode (default)": ("mxfp4", True),
+    "fp8 index-K, hardware e4m3 + per-block scale (default)": ("fp8", True),
+    "fp8 index-K, bit decode (the interpreter's path; the CUDA path before 2026-12-03)": ("fp8", False),
+}
+
+
+def index_counts(index_k_dtype: str, asm: bool) -> dict:
+    """Compile index_topk's score kernel for sm_90 (default IndexConfig tile and warps); its whole SASS counted."""
+    from atom_mxfp4.index_k import IndexKDtype
+    index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
+    dtype = IndexKDtype.parse(index_k_dtype)
+    cfg = index.DEFAULT_CONFIG
+    constants = {"BLOCK_N": cfg.block_n, "MMA_BF16": True, "DECODE": decode_variant(asm).value, "Q_FP32": False,
+                 "INDEX_FP8": dtype is IndexKDtype.FP8, "INDEX_RECORD_BYTES": dtype.record_bytes}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(INDEX_SIGNATURE.values()) if kind[0] == "*"}
+    kernel = triton.compile(ASTSource(index._score_kernel, INDEX_SIGNATURE, constants, attrs),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps})
+    sass = cubin_sass(kernel.asm["cubin"])
+    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)).split()[0].split(".")[0]
+                              for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass))
+    return {"instructions": sum(ops.values()), "ops": dict(ops), "shared": kernel.metadata.shared}
 
 
 def main_loop(sass: str) -> list[str]:
@@ -105,7 +142,12 @@ def loop_counts(config: decode.DecodeConfig) -> tuple[LoopCounts, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dump", type=Path, help="write each variant's SASS into this folder")
+    parser.add_argument("--index-json", action="store_true",
+                        help="print index_topk's score-kernel counts per index-K variant as one JSON line, nothing else")
     args = parser.parse_args()
+    if args.index_json:
+        print(json.dumps({name: index_counts(*variant) for name, variant in INDEX_VARIANTS.items()}))
+        return
     print(f"triton {triton.__version__}, target sm_90\n")
     print("| variant | loop instructions / thread | elements / thread | instructions / element | shared B | "
           + " | ".join(SHOWN) + " |")
