@@ -4,8 +4,7 @@ Scenarios (each returns a record with ``ok`` and what it saw; a failure never st
 - ``startup``: the pool SGLang built (tokens, KV GB) and the bytes per token it implies;
 - ``prefix_reuse``: a prompt of 3 pages + 40 tokens sent three times and then extended: the radix cache must report
   the whole pages as cached, the two cached repeats must give the same greedy tokens, and the first (cold) run the
-  same tokens or, where rounding between batch shapes flips a near-tie, the same first-token top-5 within
-  ``REUSE_LOGPROB_TOL``;
+  same tokens or, where rounding between batch shapes flips a near-tie, the same first-token top-5 candidates;
 - ``chunked_prefill``: a prompt longer than ``--chunked-prefill-size``, prefilled in chunks;
 - ``mixed``: short prompts arriving while a long decode streams (continuous batching: prefill and decode together);
 - ``burst``: many concurrent streaming requests of mixed lengths, a quarter cancelled mid-stream; afterwards the
@@ -190,23 +189,20 @@ def s_startup(ctx: Context) -> dict:
             "bytes_per_token": round(gib * 2**30 / tokens, 1) if tokens else None}
 
 
-REUSE_LOGPROB_TOL = 0.05
-"""Cold prefill vs the same prompt on its cached prefix: the largest |logprob| difference allowed over the first
-generated token's top-5 (when the greedy tokens differ). The two runs see the same cache bytes but not the same
-batch shapes (a 424-row prefill vs a 40-row extend: other GEMM tilings, another split-KV plan), so their logits
-differ by rounding, which can flip a greedy token of a random-weight model whose top candidates are near-tied;
-attention over wrong pages moves them by far more (mxfp4 vs bf16 KV on the same server: 0.03-1.3)."""
-
-
 def _first_top5(out: dict) -> dict[int, float]:
     top = out["meta_info"].get("output_top_logprobs") or [[]]
     return {int(entry[1]): float(entry[0]) for entry in top[0]}
 
 
 def s_prefix_reuse(ctx: Context) -> dict:
-    """The same prompt three times (cold, then twice on its cached 3-page prefix) and once extended: the prefix is
-    reused, the two cached runs (same shapes) give the same tokens, and the cold run the same tokens or, where a
-    rounding-level difference flips a near-tie, the same first-token top-5 within ``REUSE_LOGPROB_TOL``."""
+    """The same prompt three times (cold, then twice on its cached 3-page prefix) and once extended. Asserted: the
+    prefix is reused; the two cached runs (same batch shapes) give the same tokens; the cold run gives the same
+    tokens or at least the same first-token top-5 candidates. Reported, not asserted: the cold run's first-token
+    logprob difference. The cold and the cached run see the same cache bytes but not the same batch shapes (a 424-row
+    prefill vs a 40-row extend: other GEMM tilings, another split-KV plan), so their activations differ by rounding,
+    and on a random-weight model that can flip a near-tied block selection (a whole block in or out) or a near-tied
+    greedy token (H200, 2026-12-03: the same first 2 of 8 tokens and top-5, first-token logprob 0.147 apart). Reading
+    wrong pages would change the candidates themselves (mxfp4 vs bf16 KV on the same prompts shares 0-4 of 5)."""
     url, base = ctx.server.url, prompt(ctx.rng, 3 * PAGE + 40, ctx.vocab)
     first = generate(url, base, 8, logprobs=True)
     again = generate(url, base, 8, logprobs=True)
@@ -218,7 +214,7 @@ def s_prefix_reuse(ctx: Context) -> dict:
     cold, warm = _first_top5(first), _first_top5(again)
     shared = sorted(set(cold) & set(warm))
     diff = max((abs(cold[t] - warm[t]) for t in shared), default=None)
-    close = same or (len(shared) == len(cold) == 5 and diff is not None and diff <= REUSE_LOGPROB_TOL)
+    close = same or (len(cold) == 5 and len(shared) == 5)
     return {"ok": cached[0] == 0 and cached[1] >= 3 * PAGE and cached[2] >= 3 * PAGE and cached_runs_same and close,
             "cached_tokens": cached, "repeat_same_tokens": same, "cached_repeats_same_tokens": cached_runs_same,
             "first_token_top5_shared": len(shared), "first_token_max_logprob_diff": diff,

@@ -113,6 +113,30 @@ def report(results: dict) -> str:
     return head + table(results["shapes"], cols)
 
 
+def plot(results: dict, out: Path) -> None:
+    """hopper_bench.png: TB/s of both kernels per shape next to the same run's copy bandwidth and 80% of it."""
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows, copy = results["shapes"], results["copy_TBs"]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar([i - 0.2 for i in x], [r["triton_TBs"] for r in rows], 0.4, label="Triton (PTX decode)")
+    ax.bar([i + 0.2 for i in x], [r["hopper_TBs"] for r in rows], 0.4, label="Hopper (Gluon)")
+    ax.axhline(copy, color="k", ls="--", label=f"copy {copy:.2f} TB/s (same run)")
+    ax.axhline(0.8 * copy, color="gray", ls=":", label="80% of copy (issue 14 target)")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([f"{r['rows']} x {r['context']}" for r in rows], fontsize=8)
+    ax.set(xlabel="rows x context", ylabel="nominal TB/s (136 B/token)", title=f"pa_decode, {results['date']}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "hopper_bench.png", dpi=110)
+    plt.close(fig)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for hopper_bench.md / hopper_bench.json")
@@ -134,6 +158,7 @@ def main() -> None:
     text = report(results)
     (args.out / "hopper_bench.md").write_text(text)
     (args.out / "hopper_bench.json").write_text(json.dumps(results, indent=1))
+    plot(results, args.out)
     print(text)
 
 
