@@ -43,9 +43,22 @@ def main():
                                          eps=1e-6, scale_mode="mse", q_dtype=torch.bfloat16, index_k_dtype="fp8")
     tb.index_topk(iq8[:5].contiguous(), ik8, block_table, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                   index_k_dtype="fp8")
+    ran = ("write, index_topk, build_sparse_tables, pa_decode (direct, split, a larger plan), "
+           "write + index_topk with the fp8 index-K")
+    from atom_mxfp4.kernels import hopper
+    why = hopper.usable(DEV)
+    if why is None:  # the Gluon pa_decode (explicit backend "hopper"): direct, split, a larger plan
+        for plan in (hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=1),
+                     hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=2),
+                     hopper.make_plan(64, tables.shape[1] + 30, 16, DEV)):
+            out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
+            hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None,
+                             plan=plan)
+        ran += ", Hopper pa_decode (direct, split, a larger plan)"
+    else:
+        ran += f"; Hopper pa_decode not run: {why}"
     torch.cuda.synchronize()
-    print("sanitize cases ran: write, index_topk, build_sparse_tables, pa_decode (direct, split, a larger plan), "
-          "write + index_topk with the fp8 index-K")
+    print("sanitize cases ran: " + ran)
 
 
 if __name__ == "__main__":
