@@ -49,10 +49,22 @@ CASES = [(True, "mxfp4"), (True, "fp8"), (False, "mxfp4")]  # (sparse, index_k_d
 CASE_IDS = ["sparse", "sparse-fp8-index-k", "dense"]
 
 
+def _usable(backend):
+    """Skip a backend this GPU cannot run (the Hopper kernels need sm_90), naming why."""
+    if backend == "hopper":
+        from atom_mxfp4.kernels import hopper
+        why = hopper.usable(DEV)
+        if why is not None:
+            pytest.skip(why)
+    return backend
+
+
+@pytest.mark.parametrize("backend", ["triton", "hopper"])
 @pytest.mark.parametrize("sparse,index_k_dtype", CASES, ids=CASE_IDS)
-def test_layer_triton_matches_torch_backend(sparse, index_k_dtype):
+def test_layer_on_the_gpu_matches_torch_backend(sparse, index_k_dtype, backend):
+    """``backend`` on the GPU (the Hopper backend: its pa_decode, Triton's other ops) vs the torch backend."""
     config, weights, requests, block_table = _setup(sparse, index_k_dtype)
-    gpu = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend="triton")
+    gpu = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend=_usable(backend))
     cpu = SparseMXFP4Attention(config, weights, backend="torch")
     gpu_caches, cpu_caches = LayerCaches.allocate(config, PAGES, DEV), LayerCaches.allocate(config, PAGES)
     half = [n // 2 for n in PROMPTS]
@@ -70,10 +82,11 @@ def test_layer_triton_matches_torch_backend(sparse, index_k_dtype):
         assert _rel(out_gpu, out_cpu) < ATTN_REL_TOL
 
 
+@pytest.mark.parametrize("backend", ["triton", "hopper"])
 @pytest.mark.parametrize("sparse,index_k_dtype", CASES, ids=CASE_IDS)
-def test_layer_decode_cuda_graph_replay_equals_eager(sparse, index_k_dtype):
+def test_layer_decode_cuda_graph_replay_equals_eager(sparse, index_k_dtype, backend):
     config, weights, requests, block_table = _setup(sparse, index_k_dtype)
-    layer = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend="triton")
+    layer = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend=_usable(backend))
     caches = LayerCaches.allocate(config, PAGES, DEV)
     _step(layer, requests, block_table, caches, [0] * len(PROMPTS), PROMPTS, DEV)  # prefill (eager)
 
