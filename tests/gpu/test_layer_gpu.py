@@ -1,7 +1,8 @@
-"""The layer end to end on CUDA with the Triton backend (marker ``gpu``; run by scripts/h200.sh).
+"""The layer end to end on CUDA with the Triton and the Hopper backends (marker ``gpu``; run by scripts/h200.sh;
+the Hopper cases are skipped off sm_90 and have not run yet).
 
-- prefill (chunked, with a cached prefix) then decode, sparse (MXFP4 and fp8 index-K) and dense: Triton on the GPU vs the torch backend on
-  the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and attention within the named
+- prefill (chunked, with a cached prefix) then decode, sparse (MXFP4 and fp8 index-K) and dense: the GPU backend vs
+  the torch backend on the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and attention within the named
   tolerance;
 - a decode step captured in a CUDA graph (``check=False``) and replayed on new inputs equals the eager step (fresh
   metadata, a plan of its own), output and cache bytes, bit for bit; the capture reuses the plan the warm-up cached on
