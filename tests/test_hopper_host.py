@@ -158,3 +158,12 @@ def test_workspace_fits_every_launch_the_plan_covers(rows, width):
         for w in range(1, width + 1):
             splits, _ = plan.splits_for(r, w)
             assert splits == 1 or r * splits <= slots, (r, w, splits, slots)
+
+
+def test_a_cuda_device_without_cuda_is_refused_with_the_reason(monkeypatch):
+    """``usable`` names why it cannot run instead of raising from torch.cuda (a CUDA device named on a CPU build)."""
+    from atom_mxfp4.kernels import hopper as backend
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert "torch.cuda.is_available() is False" in backend.usable(torch.device("cuda", 0))
+    assert "got device cpu" in backend.usable(torch.device("cpu"))

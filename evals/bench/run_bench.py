@@ -51,6 +51,12 @@ def random_fp8_index_records(pages: int) -> torch.Tensor:
     return torch.cat([data, scale], dim=2).contiguous()
 
 
+def hopper_why() -> str | None:
+    """Why the Hopper backend's pa_decode cannot run here (None: it can; benchmarks then add its columns)."""
+    from atom_mxfp4.kernels import hopper
+    return hopper.usable(DEV)
+
+
 # ---- 1. sparse decode attend -------------------------------------------------------------------------------------
 def bench_sparse(peer, batches, log):
     topk, ctx_blocks, own_tokens = 16, 64, 78
@@ -116,6 +122,19 @@ def bench_sparse(peer, batches, log):
         for dt in ("bf16", "fp8"):
             rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
         rec["ours_TBs"] = batch * ctx_len * 2 * MX_TOKEN / (rec["ours_attend_ms"] * 1e-3) / 1e12
+        if hopper_why() is None:  # the Gluon pa_decode (explicit backend "hopper") on the same tables
+            from atom_mxfp4.kernels import hopper
+
+            def hopper_tables_attend(o, plan):
+                def call():
+                    t, ln = tb.build_sparse_tables(topk_idx, o["bt"], o["rr"], o["rp"], num_kv_heads=1,
+                                                   pages_per_block=1)
+                    hopper.pa_decode(o["out"], o["q"], o["k"], o["v"], t, ln, softmax_scale=0.088,
+                                     query_scale=None, plan=plan)
+                return call
+
+            rec["hopper_tables_attend_ms"] = graph_time_ms(
+                [hopper_tables_attend(o, hopper.make_plan(batch, topk, 16, DEV)) for o in ours])
         rows.append(rec)
         log(f"sparse B={batch}: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                              for k, v in rec.items()))
@@ -393,7 +412,11 @@ def report(results, out: Path):
                                          ("SGLang bf16 us", us("peer_bf16_ms")), ("SGLang fp8 us", us("peer_fp8_ms")),
                                          ("vs bf16", ratio("peer_bf16_ms", "ours_tables_attend_ms")),
                                          ("vs fp8", ratio("peer_fp8_ms", "ours_tables_attend_ms")),
-                                         ("ours TB/s", f3("ours_TBs"))])]
+                                         ("ours TB/s", f3("ours_TBs"))]
+                     + ([("Hopper tables+attend us", us("hopper_tables_attend_ms")),
+                         ("Hopper vs bf16", ratio("peer_bf16_ms", "hopper_tables_attend_ms")),
+                         ("Hopper vs fp8", ratio("peer_fp8_ms", "hopper_tables_attend_ms"))]
+                        if all("hopper_tables_attend_ms" in r for r in results["sparse"]) else []))]
     if results.get("indexer"):
         md += ["## 2. Indexer (score + top-16, init 0, local 1); ours with the MXFP4 and the fp8 index-K\n",
                table(results["indexer"], [("context", lambda r: str(r["context"])), ("batch", lambda r: str(r["batch"])),

@@ -33,6 +33,8 @@ def usable(device: torch.device) -> str | None:
         return "Gluon kernels do not run under TRITON_INTERPRET=1"
     if device.type != "cuda" or getattr(torch.version, "hip", None) is not None:
         return f"needs an NVIDIA CUDA device of compute capability {CAPABILITY}, got device {device}"
+    if not torch.cuda.is_available():
+        return f"needs an NVIDIA CUDA device of compute capability {CAPABILITY}: torch.cuda.is_available() is False"
     capability = torch.cuda.get_device_capability(device)
     if capability != CAPABILITY:
         return f"needs compute capability {CAPABILITY} (sm_90), got {capability} on {device}"
