@@ -83,3 +83,33 @@ def check_plan(plan, *, backend: str, rows: int, width: int, group: int, device,
     found = plan.mismatches(backend=backend, rows=rows, width=width, group=group, device=device)
     if found:
         fail(*found[0])
+
+
+# ---- split-KV plans: the forced split count, a launch's split and the workspace it needs ------------------------
+def check_forced_splits(num_splits) -> None:
+    """``make_plan(..., num_splits=)`` of every backend: None (the backend's split policy, per launch) or an int >= 1
+    (every launch asks for that many: tests and benchmarks force a path this way)."""
+    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
+                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
+
+
+def split_pages(width: int, splits: int) -> tuple[int, int]:
+    """(splits, pages_per_split) of a launch over tables ``width`` wide asked for ``splits``: at most one split per
+    page, and as many as ``pages_per_split`` leaves non-empty (never more than asked; a 0-wide table: one split)."""
+    width = max(1, width)
+    splits = max(1, min(splits, width))
+    pages_per_split = -(-width // splits)
+    return -(-width // pages_per_split), pages_per_split
+
+
+def checked_split(plan, rows: int, width: int) -> tuple[int, int]:
+    """(splits, pages_per_split) of a launch of ``rows`` x ``width`` under a split-KV plan (one with ``splits_for``
+    and the workspace ``part_out`` / ``part_lse``, slot ``row * splits + split``): the plan's split rule, and a
+    refusal when the workspace holds fewer slots than the split needs (a hand-built plan could hold less than its
+    backend's make_plan gives)."""
+    splits, pages_per_split = plan.splits_for(rows, width)
+    if splits > 1:
+        slots = 0 if plan.part_out is None else min(plan.part_out.shape[0], plan.part_lse.shape[0])
+        expect(rows * splits <= slots, "plan workspace (part_out / part_lse rows)",
+               f">= {rows * splits} partial slots ({rows} rows x {splits} splits)", slots)
+    return splits, pages_per_split

@@ -12,7 +12,7 @@ import functools
 import torch
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
+from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, plan_device
 
 from . import NAME
 from . import layout as L
@@ -84,8 +84,7 @@ def make_plan(num_rows: int, max_table_width: int, group: int, device, *, num_sp
     """A plan for calls of <= num_rows rows and tables <= max_table_width wide (atom_mxfp4.plan); ``num_splits``:
     None (the split policy, per launch) or a forced split count."""
     device = plan_device(device)
-    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
-                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
+    check_forced_splits(num_splits)
     cus = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 256
     slots = partial_slots(num_rows, max_table_width, cus, num_splits)
     ws_o = ws_ml = None

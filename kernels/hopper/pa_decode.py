@@ -34,7 +34,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
+from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, split_pages
 
 from . import NAME
 from . import layout as L
@@ -304,13 +304,6 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
-def _split(width: int, wanted: int) -> tuple[int, int]:
-    """(splits, pages_per_split) of a ``width``-page table asked to split ``wanted`` ways: no split without pages."""
-    splits = max(1, min(wanted, max(1, width)))
-    pages_per_split = triton.cdiv(max(1, width), splits)
-    return triton.cdiv(max(1, width), pages_per_split), pages_per_split
-
-
 def partial_slots(num_rows: int, max_table_width: int, device: torch.device, config: HopperConfig,
                   num_splits: int | None) -> int:
     """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
@@ -318,7 +311,7 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     to at most fill it (rows x splits < wave + rows), a wave or more at most MAX_WAVE_SPLITS ways; never more than
     width // MIN_PAGES_PER_SPLIT ways."""
     if num_splits is not None:
-        wanted = _split(max_table_width, num_splits)[0]
+        wanted = split_pages(max_table_width, num_splits)[0]
         return num_rows * wanted if wanted > 1 else 0
     most = max(1, max_table_width // MIN_PAGES_PER_SPLIT)
     if most == 1 or num_rows == 0:
@@ -351,7 +344,7 @@ class HopperDecodePlan(DecodePlan):
         """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
         wanted = (self.forced_splits if self.forced_splits is not None
                   else num_splits_for(rows, width, self.device, self.config.programs_per_sm))
-        return _split(width, wanted)
+        return split_pages(width, wanted)
 
 
 def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None) -> HopperDecodePlan:
@@ -359,9 +352,8 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     tuning (None: DEFAULT_CONFIG); ``num_splits``: None (the split policy, per launch) or a forced split count."""
     device = plan_device(device)
     config = DEFAULT_CONFIG if config is None else config
-    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
-                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
-    own = _split(max_table_width, num_splits if num_splits is not None
+    check_forced_splits(num_splits)
+    own = split_pages(max_table_width, num_splits if num_splits is not None
                  else num_splits_for(num_rows, max_table_width, device, config.programs_per_sm))
     slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = None
@@ -408,12 +400,8 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     plan = make_plan(rows, width, group, q.device) if plan is None else plan
     # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
-    splits, pages_per_split = plan.splits_for(rows, width)
+    splits, pages_per_split = checked_split(plan, rows, width)
     split = splits > 1
-    if split:  # a hand-built plan could hold less than make_plan gives
-        slots = 0 if plan.part_out is None else min(plan.part_out.shape[0], plan.part_lse.shape[0])
-        expect(rows * splits <= slots, "plan workspace (part_out / part_lse rows)",
-               f">= {rows * splits} partial slots ({rows} rows x {splits} splits)", slots)
     # ---- launch
     _pa_decode_kernel[(rows, splits)](
         out, q, k_words, v_words, tables, context_lens, query_scale_arg,

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.plan import DecodePlan, check_plan, plan_device
+from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, split_pages
 
 from . import NAME
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile, \
@@ -190,14 +190,6 @@ def _split_policy(num_rows: int, max_table_width: int, sms: int, programs_per_sm
     return next((s for s in candidates if filled(s) >= WAVE_EFFICIENCY), max(candidates, key=filled))
 
 
-def split_pages(width: int, splits: int) -> tuple[int, int]:
-    """(splits, pages_per_split) of a launch over tables ``width`` wide asked for ``splits``: at most one split per
-    page, and as many as ``pages_per_split`` leaves non-empty (never more than asked)."""
-    splits = max(1, min(splits, width))
-    pages_per_split = triton.cdiv(width, splits)
-    return triton.cdiv(width, pages_per_split), pages_per_split
-
-
 @functools.cache
 def _most_partials(width: int, sms: int, programs_per_sm: int) -> tuple[int, ...]:
     """most[r] = the largest ``r' * splits`` over split launches (splits > 1) of r' <= r rows, ``width`` pages.
@@ -253,8 +245,7 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     split count."""
     device = plan_device(device)
     config = DEFAULT_CONFIG if config is None else config
-    expect(num_splits is None or (isinstance(num_splits, int) and not isinstance(num_splits, bool)
-                                  and num_splits >= 1), "num_splits", "None or an int >= 1", repr(num_splits))
+    check_forced_splits(num_splits)
     slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = None
     if slots > 0:
@@ -289,12 +280,8 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     plan = make_plan(rows, width, group, q.device) if plan is None else plan
     # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
-    splits, pages_per_split = plan.splits_for(rows, width)
+    splits, pages_per_split = checked_split(plan, rows, width)
     split = splits > 1
-    if split:  # a hand-built plan could hold less than make_plan gives
-        slots = 0 if plan.part_out is None else min(plan.part_out.shape[0], plan.part_lse.shape[0])
-        expect(rows * splits <= slots, "plan workspace (part_out / part_lse rows)",
-               f">= {rows * splits} partial slots ({rows} rows x {splits} splits)", slots)
     # ---- launch
     _pa_decode_kernel[(rows, splits)](
         out, q, k_cache, v_cache, tables, context_lens, query_scale_arg,
