@@ -132,7 +132,7 @@ def index_records(cache, dtype: "IndexKDtype | str", name: str = "index_k_cache"
     record layout of ``dtype`` (``[pages, 1, record_bytes]`` uint8, dense) and a cache object's own dtype."""
     dtype = IndexKDtype.parse(dtype)
     if isinstance(cache, (MXFP4PageCache, FP8IndexKCache)):
-        own = IndexKDtype.FP8 if isinstance(cache, FP8IndexKCache) else IndexKDtype.MXFP4
+        own = index_k_dtype_of(cache)
         expect(own is dtype, f"{name} (a {type(cache).__name__})", f"an index-K cache of index_k_dtype "
                f"{dtype.value!r}", f"one of {own.value!r}")
         records = cache.records
