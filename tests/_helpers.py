@@ -317,6 +317,43 @@ def query_rows(lens, rows_at, niq, gen) -> dict:
                 idx_q=idx_q)
 
 
+def capture_then_replay(step, refill) -> None:
+    """The CUDA-graph contract of a decode step (GPU tests): run ``step`` once eagerly (compile, warm-up), capture it
+    in a graph, let ``refill`` put new contents into the same input buffers (as the next decode step would), replay.
+    The caller then compares what the replay left in its output buffers with an eager call."""
+    step()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    refill()
+    graph.replay()
+    torch.cuda.synchronize()
+
+
+def sm90_compile_report(script: str, *args: str) -> dict:
+    """Run ``evals/bench/<script>`` (a compile-for-sm_90 report; ``args`` select its JSON mode) in a subprocess
+    without the TRITON_INTERPRET=1 the CPU test session sets, and return the JSON of its last stdout line. Skips when
+    Triton's ptxas is absent (no sm_90 compile possible)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+    import triton
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not ptxas.exists():
+        pytest.skip(f"Triton's ptxas is not at {ptxas}")
+    root = Path(__file__).resolve().parents[1]
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, str(root / "evals" / "bench" / script), *args],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def index_k_round(index_k_dtype):
     """The oracle's ``index_k_round`` for a layer whose index-K cache is of ``index_k_dtype``: None for mxfp4 (the
     oracle's ``kv_round`` applies to the index-K too), the fp8 codec's round trip (atom_mxfp4.index_k) for fp8."""

@@ -15,23 +15,21 @@ Counts are not times: tests/gpu/test_hopper_gpu.py and evals/bench/hopper_bench.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
-import triton  # noqa: E402
 
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
 from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).parent))
+import _helpers as H  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "hopper.md"
-PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 # Issue 14's budget: at 80% of the H200's copy bandwidth (0.8 x 4.24 TB/s) the kernel moves 0.53 B of MXFP4 per
 # decoded element, 6.4e12 elements/s; 132 SMs x 4 schedulers x 1.98 GHz = 1.05e12 warp-instructions/s = 3.3e13
@@ -44,13 +42,7 @@ SHARED_RESERVED_PER_PROGRAM = 1024  # the driver's per-block reservation (cuobjd
 
 @pytest.fixture(scope="module")
 def report():
-    if not PTXAS.exists():
-        pytest.skip(f"Triton's ptxas is not at {PTXAS}")
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, str(ROOT / "evals" / "bench" / "hopper_sass.py"), "--json"],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return H.sm90_compile_report("hopper_sass.py", "--json")
 
 
 def _variants(report):

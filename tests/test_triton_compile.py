@@ -9,17 +9,14 @@ Measured 2026-12-03 (triton 3.6.0): MXFP4 PTX decode 872, fp8 hardware e4m3 + pe
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import triton
 
-ROOT = Path(__file__).resolve().parents[1]
-PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+sys.path.insert(0, str(Path(__file__).parent))
+import _helpers as H  # noqa: E402
+
 FP8_OVER_MXFP4_BUDGET = 1.2  # the fp8 scorer may cost at most 20% more instructions than the MXFP4 one (measured 1.07)
 MXFP4 = "mxfp4 index-K, PTX decode (default)"
 FP8 = "fp8 index-K, hardware e4m3 + per-block scale (default)"
@@ -28,13 +25,7 @@ FP8_BITS = "fp8 index-K, bit decode (the interpreter's path; the CUDA path befor
 
 @pytest.fixture(scope="module")
 def counts():
-    if not PTXAS.exists():
-        pytest.skip(f"Triton's ptxas is not at {PTXAS}")
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, str(ROOT / "evals" / "bench" / "sass_counts.py"), "--index-json"],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return H.sm90_compile_report("sass_counts.py", "--index-json")
 
 
 def test_every_scorer_compiles_without_spills(counts):

@@ -230,16 +230,12 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     assert (plan.num_splits > 1) == (splits is None)
     out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
-    hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args)  # warm-up / compile
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args)
-    # new contents in the same buffers (as a decode step would), then replay vs eager
-    q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
-    context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
-    graph.replay()
-    torch.cuda.synchronize()
+
+    def refill():  # new contents in the same buffers (as a decode step would), then replay vs eager
+        q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
+        context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
+
+    H.capture_then_replay(lambda: hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args), refill)
     replayed = out.clone()
     eager = torch.empty_like(out)
     hopper_backend.pa_decode(eager, q, k, v, tables, context_lens, **args)

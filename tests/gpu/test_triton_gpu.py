@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from _helpers import attention_rows  # noqa: E402
+from _helpers import attention_rows, capture_then_replay  # noqa: E402
 
 RECORD = RECORD_BYTES
 RECORD_C = tl.constexpr(RECORD_BYTES)  # what a @triton.jit body may read (a plain global is refused since 3.6)
@@ -116,16 +116,12 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, larger_plan):
             else triton_backend.make_plan(rows, width, 16, DEV))
     out = torch.empty(rows, 16, 128, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
-    triton_backend.pa_decode(out, q, k, v, tables, context_lens, **args)  # warm-up / compile
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        triton_backend.pa_decode(out, q, k, v, tables, context_lens, **args)
-    # new contents in the same buffers (as a decode step would), then replay vs eager
-    q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
-    context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
-    graph.replay()
-    torch.cuda.synchronize()
+
+    def refill():  # new contents in the same buffers (as a decode step would), then replay vs eager
+        q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
+        context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
+
+    capture_then_replay(lambda: triton_backend.pa_decode(out, q, k, v, tables, context_lens, **args), refill)
     replayed = out.clone()
     eager = torch.empty_like(out)
     triton_backend.pa_decode(eager, q, k, v, tables, context_lens, **dict(args, plan=None))
