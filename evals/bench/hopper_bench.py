@@ -58,7 +58,7 @@ def bench_shape(rows: int, context: int, reps: int, log) -> dict:
 
     rec = dict(rows=rows, context=context, sets=n, MB=per_call / 1e6)
     for name in kernels:
-        rec[f"{name}_splits"] = kernels[name][1].num_splits
+        rec[f"{name}_splits"] = kernels[name][1].splits_for(rows, width)[0]  # what this launch runs with
         try:
             call(name, sets[0])()
             torch.cuda.synchronize()
