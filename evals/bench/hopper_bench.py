@@ -14,10 +14,12 @@ before and after the kernels).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -27,6 +29,7 @@ from _timing import copy_bandwidth_tbs, graph_time_ms, sets_for  # noqa: E402
 from run_bench import DEV, MX_TOKEN, random_records, table  # noqa: E402
 
 import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
+hopper_pa = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")  # the module (the package exports the op)
 import atom_mxfp4.kernels.triton as tb  # noqa: E402
 from atom_mxfp4.layout import PAGE_SIZE  # noqa: E402
 
@@ -36,7 +39,7 @@ SOFTMAX_SCALE = 128 ** -0.5
 SET_BUDGET = 4 * 2**30  # bytes of records per shape across the rotated input sets
 
 
-def bench_shape(rows: int, context: int, reps: int, log) -> dict:
+def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
     width = context // PAGE_SIZE
     per_call = rows * context * 2 * MX_TOKEN
     n = sets_for(per_call, budget=SET_BUDGET)
@@ -49,6 +52,9 @@ def bench_shape(rows: int, context: int, reps: int, log) -> dict:
         sets.append((k, v, tables))
     kernels = {"triton": (tb, tb.make_plan(rows, width, GROUP, DEV)),
                "hopper": (hopper, hopper.make_plan(rows, width, GROUP, DEV))}
+    for depth in stages:  # the same plan with another ring depth
+        kernels[f"hopper_s{depth}"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
+            hopper_pa.DEFAULT_CONFIG, stages=depth)))
     outs = {name: torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV) for name in kernels}
 
     def call(name, s):
@@ -70,6 +76,9 @@ def bench_shape(rows: int, context: int, reps: int, log) -> dict:
         a, b = outs["hopper"].float(), outs["triton"].float()
         rec["rel_diff"] = float((a - b).norm() / b.norm())
         rec["hopper_finite"] = bool(torch.isfinite(a).all())
+        for name in kernels:  # another ring depth changes no arithmetic: the same bits
+            if name.startswith("hopper_s") and f"{name}_error" not in rec:
+                rec[f"{name}_equal"] = bool(torch.equal(outs[name], outs["hopper"]))
     for name in kernels:
         if f"{name}_error" in rec:
             continue
@@ -83,6 +92,23 @@ def bench_shape(rows: int, context: int, reps: int, log) -> dict:
     del sets
     torch.cuda.empty_cache()
     return rec
+
+
+def profile(shapes) -> None:
+    """One launch of each kernel per shape, for Nsight Compute."""
+    for rows, context in shapes:
+        width = context // PAGE_SIZE
+        q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
+        lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
+        k, v = random_records(rows * width), random_records(rows * width)
+        tables = torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous()
+        out = torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV)
+        for backend in (tb, hopper):
+            plan = backend.make_plan(rows, width, GROUP, DEV)
+            backend.pa_decode(out, q, k, v, tables, lens, softmax_scale=SOFTMAX_SCALE, query_scale=None, plan=plan)
+            torch.cuda.synchronize()
+            print(f"profiled {backend.NAME} rows={rows} context={context} splits={plan.splits_for(rows, width)}",
+                  flush=True)
 
 
 def report(results: dict) -> str:
@@ -104,6 +130,8 @@ def report(results: dict) -> str:
              if "hopper_us" in r and "triton_us" in r else "-"),
             ("splits (triton / hopper)", lambda r: f"{r['triton_splits']} / {r['hopper_splits']}"),
             ("rel diff vs triton", lambda r: f"{r['rel_diff']:.1e}" if "rel_diff" in r else "-")]
+    for depth in results.get("stages", []):
+        cols.append((f"hopper {depth} stages TB/s (% copy)", tbs(f"hopper_s{depth}")))
     head = (f"# Hopper (Gluon) pa_decode vs Triton, {results['device']}, {results['date']}\n\n"
             f"`{results['command']}`; torch {results['torch']}, triton {results['triton']}. "
             f"Copy bandwidth in this run: "
@@ -139,20 +167,31 @@ def plot(results: dict, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="folder for hopper_bench.md / hopper_bench.json")
+    parser.add_argument("--out", type=Path, help="folder for hopper_bench.md / hopper_bench.json")
     parser.add_argument("--quick", action="store_true", help="fewer replays per measurement (10 instead of 30)")
+    parser.add_argument("--profile", metavar="RxC,...",
+                        help="for a profiler (ncu -k regex:_pa_decode_kernel): run each kernel once per shape "
+                             "ROWSxCONTEXT, no timing, no files")
+    parser.add_argument("--stages", type=int, nargs="*", default=[],
+                        help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
     import triton
 
+    if args.profile:
+        profile([tuple(int(x) for x in shape.split("x")) for shape in args.profile.split(",")])
+        return
+
+    if args.out is None:
+        parser.error("--out is required (except with --profile)")
     args.out.mkdir(parents=True, exist_ok=True)
     reps = 10 if args.quick else 30
     results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,
-                   reps=reps, shapes=[])
+                   reps=reps, stages=args.stages, shapes=[])
     results["copy_start"] = copy_bandwidth_tbs()
     print(f"copy bandwidth {results['copy_start']}", flush=True)
     for rows, context in SHAPES:
-        results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True)))
+        results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True), args.stages))
     results["copy_end"] = copy_bandwidth_tbs()
     results["copy_TBs"] = max(results["copy_start"]["best"], results["copy_end"]["best"])
     text = report(results)
