@@ -81,7 +81,8 @@ def test_resources_leave_room_for_the_configured_programs_per_sm(report):
     registers_per_warp = -(-v["registers"] * 32 // 256) * 256  # allocated in 256-register units per warp
     by_registers = H200_REGISTERS_PER_SM // (registers_per_warp * L.WARPS)
     by_shared = H200_SHARED_PER_SM // (v["dynamic_shared"] + SHARED_RESERVED_PER_PROGRAM)
-    assert v["dynamic_shared"] == DEFAULT_CONFIG.stages * L.STAGE_BYTES
+    ring = DEFAULT_CONFIG.stages * L.STAGE_BYTES
+    assert ring <= v["dynamic_shared"] <= ring + 1024, v["dynamic_shared"]  # the ring + the compiler's scratch
     assert min(by_registers, by_shared) >= DEFAULT_CONFIG.programs_per_sm, (by_registers, by_shared)
 
 

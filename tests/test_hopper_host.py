@@ -4,7 +4,6 @@ message), the early return, and the split plan (graph-stable, covering the table
 from __future__ import annotations
 
 import importlib
-import math
 
 import pytest
 import torch
@@ -13,6 +12,7 @@ pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gl
 
 import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
+from atom_mxfp4.plan import split_pages  # noqa: E402
 
 P = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")
 
@@ -112,18 +112,11 @@ def test_empty_input_writes_zeros_without_a_launch(rows, width):
 def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, width):
     plan = hopper.make_plan(rows, width, 16, "cpu")
     assert plan.pages_per_split * plan.num_splits >= width > plan.pages_per_split * (plan.num_splits - 1)
-    slots = P.DEFAULT_CONFIG.programs_per_sm * 132  # the CPU plan counts an H200's 132 SMs
+    wave = P.DEFAULT_CONFIG.programs_per_sm * 132  # the CPU plan counts an H200's 132 SMs
     assert plan.num_splits == 1 or plan.pages_per_split >= P.MIN_PAGES_PER_SPLIT
-    if rows < slots:  # split to fill one wave, no more
-        assert rows * plan.num_splits <= 2 * slots
-    else:  # the fewest splits whose waves are WAVE_FILL full, else the fullest
-        def fill(splits):
-            waves = rows * splits / slots
-            return waves / math.ceil(waves)
-
-        candidates = range(1, max(1, min(P.MAX_WAVE_SPLITS, width // P.MIN_PAGES_PER_SPLIT)) + 1)
-        full = [c for c in candidates if fill(c) >= P.WAVE_FILL]
-        assert plan.num_splits == (full[0] if full else max(candidates, key=fill))
+    assert rows * plan.num_splits <= max(wave, rows) and plan.num_splits <= P.MAX_SPLITS
+    wanted = max(132 // rows, min(wave // rows, width // P.FILL_PAGES_PER_SPLIT))  # the policy, as docs/hopper.md says
+    assert plan.num_splits == split_pages(width, max(1, min(wanted, P.MAX_SPLITS, width // P.MIN_PAGES_PER_SPLIT)))[0]
     if width // P.MIN_PAGES_PER_SPLIT <= 1:  # no launch the plan covers splits: no workspace, no merge
         assert plan.part_out is None and plan.part_lse is None
     if plan.num_splits > 1:
@@ -134,18 +127,17 @@ def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, wi
     assert (again.num_splits, again.pages_per_split) == (plan.num_splits, plan.pages_per_split)
 
 
+@pytest.mark.parametrize("rows,width,splits", [(1, 16, 8), (32, 16, 4), (64, 16, 2), (128, 16, 2), (256, 16, 1),
+                                               (512, 64, 1), (64, 256, 6), (1, 1024, 64), (8, 1024, 49)])
+def test_split_policy_picks_the_sweeps_choices(rows, width, splits):
+    """The H200 sweep's best (or within 4% of it) for these shapes (docs/hopper.md "Split policy")."""
+    assert hopper.make_plan(rows, width, 16, "cpu").num_splits == splits
+
+
 def test_explicit_split_counts_are_clamped_to_the_table():
     plan = hopper.make_plan(2, 5, 16, "cpu", num_splits=64)
     assert plan.num_splits == 5 and plan.pages_per_split == 1
     assert hopper.make_plan(2, 5, 16, "cpu", num_splits=1).part_out is None
-
-
-def test_wave_filling_splits_at_the_benchmark_shapes():
-    """512 rows are 1.29 waves of 3 x 132 programs unsplit (the last wave 29% full): 3 splits fill 97%; 4096 rows
-    are 10.3 waves, 94% full unsplit; a wave exactly: unsplit."""
-    assert hopper.make_plan(512, 64, 16, "cpu").num_splits == 3
-    assert hopper.make_plan(4096, 16, 16, "cpu").num_splits == 1
-    assert hopper.make_plan(396, 64, 16, "cpu").num_splits == 1
 
 
 @pytest.mark.parametrize("rows,width", [(8, 64), (395, 64), (396, 64), (512, 64), (1000, 33), (4096, 16), (3, 7)])
@@ -154,6 +146,9 @@ def test_workspace_fits_every_launch_the_plan_covers(rows, width):
     covered shapes, a stride through the larger ranges)."""
     plan = hopper.make_plan(rows, width, 16, "cpu")
     slots = 0 if plan.part_out is None else plan.part_out.shape[0]
+    assert (plan.counters is None) == (plan.part_out is None)  # one arrival counter per row (the fused merge)
+    if plan.counters is not None:
+        assert plan.counters.shape == (rows,) and plan.counters.dtype == torch.int32 and not plan.counters.any()
     for r in sorted(set(range(1, min(rows, 64) + 1)) | set(range(1, rows + 1, 7)) | {rows}):
         for w in range(1, width + 1):
             splits, _ = plan.splits_for(r, w)
@@ -167,3 +162,16 @@ def test_a_cuda_device_without_cuda_is_refused_with_the_reason(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert "torch.cuda.is_available() is False" in backend.usable(torch.device("cuda", 0))
     assert "got device cpu" in backend.usable(torch.device("cpu"))
+
+
+def test_split_policy_on_a_cuda_device_reads_its_sm_count(monkeypatch):
+    """The policy on a CUDA device counts that device's SMs (a CPU plan assumes an H200's 132): exercised here with
+    a stand-in device property, so the cuda branch runs without a GPU."""
+    P._num_sms.cache_clear()
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: type("P", (), {"multi_processor_count": 66}))
+    try:
+        cuda = torch.device("cuda", 0)
+        assert P.num_splits_for(1, 16, cuda, 3) == 8 and P.num_splits_for(33, 16, cuda, 3) == 2  # 66 // 33
+        assert P.partial_slots(512, 64, cuda, P.DEFAULT_CONFIG, None) == 3 * 66
+    finally:
+        P._num_sms.cache_clear()

@@ -63,6 +63,11 @@ K_CHAIN_ORDER = [0, 3, 4, 7, 6, 2, 5, 1]
 # head dim bit of each bit of the operand index k (bit i of k is bit QK_DIM_BITS[i] of the head dim):
 # k0 = b -> d1, k1 k2 = c -> d5 d6, k3 = m0 -> d0, k4 = m1 -> d2, k5 k6 = j -> d3 d4
 QK_DIM_BITS = (1, 5, 6, 0, 2, 3, 4)
+# Q [16, 128] in head-dim order viewed as [16, d6, d5, ..., d0] (one axis per head-dim bit, most significant first),
+# permuted to [16, k6, ..., k0] and flattened: column k holds head dim qk_dim(k) (the coalesced load of Q is relabelled
+# in registers this way, then converted to the A operand once per program)
+Q_BITS_SHAPE = [BLOCK_H] + [2] * 7
+Q_BITS_ORDER = [0] + [1 + 6 - QK_DIM_BITS[j] for j in range(6, -1, -1)]
 
 # ---- V: the words each lane loads ------------------------------------------------------------------------------------
 # tensor [w, p, par, g, word]: word (0..1) of the 8-byte chunk g (0..7) of token 32 w + 2 p + par; bytes 8 g + 4 word

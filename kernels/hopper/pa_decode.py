@@ -15,9 +15,11 @@ Structure (docs/hopper.md): one program = 4 warps per (row, split); the page rec
 ``HopperConfig.stages`` shared-memory stages with ``cp.async`` (commit / wait groups, one CTA barrier per page);
 each warp decodes its 32 tokens of the page straight into the B-operand registers of ``mma.sync`` (``_decode``),
 keeps its own online softmax, and feeds P to the P.V product from the QK accumulator registers. The 4 warps merge
-(m, l, O) at the end. Split-KV (grid rows x splits, partial (out, lse) in the plan's workspace, then an LSE merge
-kernel) when rows are few; direct (one program per row, bf16 out) otherwise. The split count depends only on
-(rows, table width), so a plan made once is valid for every replay of a CUDA graph.
+(m, l, O) at the end. Q is loaded once per program with 16-byte loads and relabelled to the operand's column order;
+the page table entry of the next copy is loaded one loop trip ahead. Split-KV (grid rows x splits) when rows are few:
+partial (out, lse) in the plan's workspace, and the row's last split to finish (an acq_rel arrival counter per row,
+reset by that program) merges them in the same launch; direct (one program per row, bf16 out) otherwise. The split
+count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA graph.
 Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
 """
 
@@ -65,17 +67,26 @@ COPY_CODES = gl.constexpr(gl.BlockedLayout([1, L.COPY_CODE_VEC], [8, 4], [L.WARP
 COPY_SCALES = gl.constexpr(gl.BlockedLayout([1], [32], [L.WARPS], [0]))  # [128] words
 RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [stages, 128, 16]: unswizzled [128, 16] stages
 RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))  # [stages, 128]
+Q_LOAD = gl.constexpr(gl.BlockedLayout([1, 8], [2, 16], [L.WARPS, 1], [1, 0]))  # [16, 128] bf16, 16 B per load
+Q_BITS_SHAPE = gl.constexpr(L.Q_BITS_SHAPE)
+Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
 MERGE = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [16, 128] fp32
 
 
 # ---- device code ---------------------------------------------------------------------------------------------------
 @gluon.jit
-def _issue_page(k_ptr, v_ptr, tables_ptr, table_base, context, page_index, page_end, slot,
-                k_codes, k_scales, v_codes, v_scales):
-    """cp.async the records of page ``page_index`` of the row into ring slot ``slot``; tokens past the context (and the
-    whole page when page_index >= page_end) are masked: never read from global memory, zero-filled in the ring."""
+def _page_id(tables_ptr, table_base, page_index, page_end):
+    """The table entry of page ``page_index`` of the row (0, never read, when page_index >= page_end)."""
+    return gl.load(tables_ptr + table_base + page_index, mask=page_index < page_end, other=0)
+
+
+@gluon.jit
+def _issue_page(k_ptr, v_ptr, page_id, context, page_index, page_end, slot, k_codes, k_scales, v_codes, v_scales):
+    """cp.async the records of page ``page_index`` of the row (folded page ``page_id``) into ring slot ``slot``; tokens
+    past the context (and the whole page when page_index >= page_end) are masked: never read from global memory,
+    zero-filled in the ring."""
     has_page = page_index < page_end
-    page = gl.load(tables_ptr + table_base + page_index, mask=has_page, other=0).to(gl.int64)
+    page = page_id.to(gl.int64)
     valid = gl.where(has_page, gl.minimum(context - page_index * PAGE, PAGE), 0)
     record = page * RECORD_WORDS
     token = gl.arange(0, PAGE, layout=gl.SliceLayout(1, COPY_CODES))
@@ -93,17 +104,21 @@ def _issue_page(k_ptr, v_ptr, tables_ptr, table_base, context, page_index, page_
 
 @gluon.jit
 def _load_query(q_ptr, row, group):
-    """Q as the A operand [4 warps, 16 heads, 128]: column k holds head dim layout.qk_dim(k) (bf16; e4m3 widened
-    exactly); heads >= group are 0."""
-    head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, gl.SliceLayout(2, A_OPERAND)))
-    k = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, gl.SliceLayout(1, A_OPERAND)))
-    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, A_OPERAND)))
-    dim = gl.zeros_like(k)
-    for i in gl.static_range(7):
-        dim = dim | (((k >> i) & 1) << QK_DIM_BITS[i])
-    offset = (row * group + head[None, :, None]) * HEAD_DIM + dim[None, None, :] + 0 * warp[:, None, None]
-    q = gl.load(q_ptr + offset, mask=(head < group)[None, :, None], other=0.0)
-    return q.to(gl.float32).to(gl.bfloat16)
+    """Q [16 heads, 128] in the operand's column order (column k holds head dim layout.qk_dim(k); bf16, e4m3 widened
+    exactly; heads >= group are 0): one coalesced 16-byte load per 8 dims, relabelled in registers (layout.Q_BITS_*)."""
+    head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, Q_LOAD))
+    dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, Q_LOAD))
+    q = gl.load(q_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], mask=(head < group)[:, None],
+                other=0.0)
+    q = q.to(gl.float32).to(gl.bfloat16)
+    return gl.reshape(gl.permute(gl.reshape(q, Q_BITS_SHAPE.value), Q_BITS_ORDER.value), [BLOCK_H, HEAD_DIM])
+
+
+@gluon.jit
+def _q_operand(q):
+    """Q [16, 128] in operand column order -> the A operand [4 warps, 16, 128] (every warp holds all of it)."""
+    one = gl.convert_layout(q, gl.SliceLayout(0, A_OPERAND))
+    return gl.broadcast(gl.expand_dims(one, 0), gl.zeros([WARPS, BLOCK_H, HEAD_DIM], gl.bfloat16, A_OPERAND))[0]
 
 
 @gluon.jit
@@ -137,29 +152,39 @@ def _v_operand(v_codes, v_scales, slot):
 
 
 @gluon.jit
-def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales):
-    """One page (ring slot ``slot``): per warp, logits of its 32 tokens, online softmax update, P.V accumulate."""
+def _logits(q, slot, first_token, context, scale, k_codes, k_scales):
+    """Q.K^T of ring slot ``slot`` (tokens first_token + 32 w + n of warp w) in log2 units; tokens >= context: -inf."""
     logits = mma_v2(q, _k_operand(k_codes, k_scales, slot),
                     gl.zeros([WARPS, BLOCK_H, TOKENS_PER_WARP], gl.float32, MMA)) * scale
-    # ---- online softmax per warp (log2 units); tokens past the context: -inf
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, MMA)))
     token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, gl.SliceLayout(1, MMA)))
-    position = page_index * PAGE + warp[:, None, None] * TOKENS_PER_WARP + token[None, None, :]
-    logits = gl.where(position < context, logits, float("-inf"))
+    position = first_token + warp[:, None, None] * TOKENS_PER_WARP + token[None, None, :]
+    return gl.where(position < context, logits, float("-inf"))
+
+
+@gluon.jit
+def _p_operand(p):
+    """P (fp32, the QK accumulator layout) as the A operand of P.V: rounded to bf16 in the registers as they are."""
+    return gl.convert_layout(p.to(gl.bfloat16), A_OPERAND, assert_trivial=True)
+
+
+@gluon.jit
+def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales):
+    """One page (ring slot ``slot``): per warp, logits of its 32 tokens, online softmax update, P.V accumulate."""
+    logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales)
     m_new = gl.maximum(m_i, gl.max(logits, axis=2))
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
     alpha = gl.exp2(m_i - m_safe)
     p = gl.exp2(logits - m_safe[:, :, None])
     l_i = l_i * alpha + gl.sum(p, axis=2)
-    p_operand = gl.convert_layout(p.to(gl.bfloat16), A_OPERAND, assert_trivial=True)  # the QK registers as they are
-    acc = mma_v2(p_operand, _v_operand(v_codes, v_scales, slot), acc * alpha[:, :, None])
+    acc = mma_v2(_p_operand(p), _v_operand(v_codes, v_scales, slot), acc * alpha[:, :, None])
     return m_new, l_i, acc
 
 
 @gluon.jit
 def _pa_decode_kernel(
     out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
-    part_out_ptr, part_lse_ptr,
+    part_out_ptr, part_lse_ptr, counters_ptr,
     table_stride, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
 ):
@@ -177,11 +202,15 @@ def _pa_decode_kernel(
     v_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
     v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 pages in flight
-        _issue_page(k_ptr, v_ptr, tables_ptr, table_base, context, page_begin + s, page_end, s,
-                    k_codes, k_scales, v_codes, v_scales)
+        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, table_base, page_begin + s, page_end), context,
+                    page_begin + s, page_end, s, k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
+    # the table entry of the next page to copy, loaded one loop trip before its copy is issued (a copy's addresses
+    # need its page id: loaded just before, the load's latency stalled every trip)
+    next_id = _page_id(tables_ptr, table_base, page_begin + STAGES - 1, page_end)
 
     q = _load_query(q_ptr, row, group)
+    q = _q_operand(q)  # once per program: the loop reads the operand registers as they are
     scale = logit_scale
     if HAS_QUERY_SCALE:
         scale = scale * gl.load(query_scale_ptr + row)
@@ -192,9 +221,10 @@ def _pa_decode_kernel(
         i = page_index - page_begin
         async_copy.wait_group(STAGES - 2)  # this thread's copies of page i landed
         gl.thread_barrier()  # everyone's did, and every warp is done with page i - 1's slot
-        _issue_page(k_ptr, v_ptr, tables_ptr, table_base, context, page_index + STAGES - 1, page_end,
-                    (i + STAGES - 1) % STAGES, k_codes, k_scales, v_codes, v_scales)
+        _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
+                    k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
+        next_id = _page_id(tables_ptr, table_base, page_index + STAGES, page_end)
         m_i, l_i, acc = _attend_page(q, i % STAGES, page_index, context, scale, m_i, l_i, acc,
                                      k_codes, k_scales, v_codes, v_scales)
     async_copy.wait_group(0)  # no copy may still write the ring when the program's shared memory is reused
@@ -221,6 +251,12 @@ def _pa_decode_kernel(
         base = (row * num_splits + split) * BLOCK_H
         gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
         gl.store(part_lse_ptr + base + head, lse)
+        # the row's last split to finish merges (no second launch)
+        gl.thread_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
+        done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
+        if done == num_splits - 1:  # acquire: every split's partial is visible
+            _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_splits)
+            gl.store(counters_ptr + row, 0)  # the next launch (a graph replay) starts from 0
     else:  # no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN
         out = gl.where(has_tokens[:, None], out, gl.where(context > 0, float("nan"), 0.0))
         gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
@@ -228,27 +264,48 @@ def _pa_decode_kernel(
 
 
 @gluon.jit
-def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, group, num_splits):
-    """out[r] = sum_s w_s * part_out[r, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all -inf:
-    zeros when the row has no token, NaN when it has tokens whose logits are all -inf."""
-    row = gl.program_id(0).to(gl.int64)
-    context = gl.load(context_lens_ptr + row)
+def _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, split, head, dim):
+    """(lse [16], out [16, 128]) of split ``split`` of the row from L2 (.cg: another program wrote them); a split past
+    the last reads nothing: lse -inf (weight 0), out 0."""
+    present = split < num_splits
+    base = (row * num_splits + split) * BLOCK_H
+    lse = gl.load(part_lse_ptr + base + head, mask=present & (head < BLOCK_H), other=float("-inf"),
+                  cache_modifier=".cg")
+    part = gl.load(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :],
+                   mask=present & (head < BLOCK_H)[:, None], other=0.0, cache_modifier=".cg")
+    return lse, part
+
+
+@gluon.jit
+def _merge_partial(m_i, l_i, acc, lse, part):
+    """Online-softmax merge of one partial (lse in log2 units) into (m, l, acc)."""
+    m_new = gl.maximum(m_i, lse)
+    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = gl.exp2(m_i - m_safe)
+    weight = gl.exp2(lse - m_safe)
+    return m_new, l_i * alpha + weight, acc * alpha[:, None] + part * weight[:, None]
+
+
+@gluon.jit
+def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_splits):
+    """out[row] = sum_s w_s * part_out[row, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all
+    -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. The partials are read
+    four splits per trip so that their loads are in flight together (one split per trip waited for each partial's
+    round trip to L2 in turn)."""
     head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, MERGE))
     dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, MERGE))
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MERGE))
     l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MERGE))
     acc = gl.zeros([BLOCK_H, HEAD_DIM], gl.float32, MERGE)
-    for split in range(num_splits):
-        base = (row * num_splits + split) * BLOCK_H
-        lse = gl.load(part_lse_ptr + base + head)
-        m_new = gl.maximum(m_i, lse)
-        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = gl.exp2(m_i - m_safe)
-        weight = gl.exp2(lse - m_safe)
-        part = gl.load(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :])
-        acc = acc * alpha[:, None] + part * weight[:, None]
-        l_i = l_i * alpha + weight
-        m_i = m_new
+    for first in range(0, num_splits, 4):  # 4 splits a trip: their loads are in flight together
+        lse0, part0 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first, head, dim)
+        lse1, part1 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first + 1, head, dim)
+        lse2, part2 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first + 2, head, dim)
+        lse3, part3 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first + 3, head, dim)
+        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse0, part0)
+        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse1, part1)
+        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse2, part2)
+        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse3, part3)
     out = acc / gl.where(l_i > 0.0, l_i, 1.0)[:, None]
     out = gl.where((l_i > 0.0)[:, None], out, gl.where(context > 0, float("nan"), 0.0))
     gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
@@ -271,8 +328,8 @@ class HopperConfig:
 DEFAULT_CONFIG = HopperConfig()
 NUM_WARPS = L.WARPS  # the layouts are written for 4 warps
 MIN_PAGES_PER_SPLIT = 2  # a split of one page would spend its time in the prologue / epilogue
-WAVE_FILL = 0.9  # rows >= one wave: split until the programs' last wave is on average at least this full
-MAX_WAVE_SPLITS = 4
+FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only while each keeps this many pages
+MAX_SPLITS = 64  # the row's last split merges the partials one after another (342 partials: 105 us for 1 x 131K)
 
 
 @functools.cache
@@ -280,48 +337,42 @@ def _num_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+def _sms(device: torch.device) -> int:
+    return _num_sms(device.index or 0) if device.type == "cuda" else 132  # an H200's 132 SMs off-GPU
+
+
 def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int) -> int:
     """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
 
-    A wave = ``programs_per_sm`` x SMs programs (132 SMs assumed off-GPU). Fewer rows than a wave: split to fill one
-    wave, each split keeping at least MIN_PAGES_PER_SPLIT pages. A wave or more: the fewest splits (<= 4) whose waves
-    are on average WAVE_FILL full (512 rows at 3 x 132 slots are 1.29 waves unsplit, 65% full; 3 splits: 97%), else
-    the fullest; rows that fill their waves run unsplit (the direct path: no workspace, no merge launch).
+    Fitted to the forced-split sweep on the H200 (docs/hopper.md "Split policy", 2026-12-03): programs of one SM share
+    its issue slots, so splitting rows that already occupy the SMs only adds partial stores and merges (512 rows x 16
+    pages: 88.5 us direct, 111 us at the previous policy's 3 splits). The most splits of: one program per SM
+    (SMs // rows), and one wave (``programs_per_sm`` x SMs) // rows while each split keeps FILL_PAGES_PER_SPLIT pages;
+    at least 1, at most MAX_SPLITS and width // MIN_PAGES_PER_SPLIT.
     """
     if num_rows == 0:
         return 1
-    slots = programs_per_sm * (_num_sms(device.index or 0) if device.type == "cuda" else 132)
-    most = max(1, max_table_width // MIN_PAGES_PER_SPLIT)
-    if num_rows < slots:
-        return max(1, min(triton.cdiv(slots, num_rows), most))
-
-    def fill(splits):
-        waves = num_rows * splits / slots
-        return waves / math.ceil(waves)
-
-    candidates = range(1, min(MAX_WAVE_SPLITS, most) + 1)
-    return next((c for c in candidates if fill(c) >= WAVE_FILL), max(candidates, key=fill))
+    sms = _sms(device)
+    most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
+    per_sm = sms // num_rows
+    wave = min(programs_per_sm * sms // num_rows, max_table_width // FILL_PAGES_PER_SPLIT)
+    return max(1, min(max(per_sm, wave), most))
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
 def partial_slots(num_rows: int, max_table_width: int, device: torch.device, config: HopperConfig,
                   num_splits: int | None) -> int:
     """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
-    none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): fewer rows than a wave split
-    to at most fill it (rows x splits < wave + rows), a wave or more at most MAX_WAVE_SPLITS ways; never more than
-    width // MIN_PAGES_PER_SPLIT ways."""
+    none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): a launch of r rows splits at
+    most max(SMs, wave) // r ways (r x splits <= one wave) and at most MAX_SPLITS, width // MIN_PAGES_PER_SPLIT ways."""
     if num_splits is not None:
         wanted = split_pages(max_table_width, num_splits)[0]
         return num_rows * wanted if wanted > 1 else 0
-    most = max(1, max_table_width // MIN_PAGES_PER_SPLIT)
+    most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
     if most == 1 or num_rows == 0:
         return 0
-    wave = config.programs_per_sm * (_num_sms(device.index or 0) if device.type == "cuda" else 132)
-    below = min(num_rows, wave - 1)  # launches of fewer rows than a wave
-    bound = min(below * most, below + wave - 1)
-    if num_rows >= wave:
-        bound = max(bound, num_rows * min(MAX_WAVE_SPLITS, most))
-    return bound
+    wave = max(1, config.programs_per_sm) * _sms(device)
+    return min(num_rows * most, wave)
 
 
 @dataclass(frozen=True, eq=False)
@@ -329,7 +380,9 @@ class HopperDecodePlan(DecodePlan):
     """The Hopper backend's plan (the protocol of atom_mxfp4.plan): tuning + split-KV workspace.
 
     part_out [slots, 16, 128] fp32 and part_lse [slots, 16] fp32: slot ``row * splits + split`` of a split launch
-    (``partial_slots``: enough for every launch the plan covers); None when no launch it covers splits.
+    (``partial_slots``: enough for every launch the plan covers); counters [rows] int32, zero between launches: how
+    many splits of each row have stored their partial (the last one merges the row, then resets it to 0). None when
+    no launch it covers splits.
     ``num_splits`` / ``pages_per_split``: what a launch of the plan's own shape does (benchmarks report them).
     """
 
@@ -339,6 +392,7 @@ class HopperDecodePlan(DecodePlan):
     pages_per_split: int
     part_out: torch.Tensor | None
     part_lse: torch.Tensor | None
+    counters: torch.Tensor | None
 
     def splits_for(self, rows: int, width: int) -> tuple[int, int]:
         """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
@@ -356,12 +410,13 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     own = split_pages(max_table_width, num_splits if num_splits is not None
                  else num_splits_for(num_rows, max_table_width, device, config.programs_per_sm))
     slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
-    part_out = part_lse = None
+    part_out = part_lse = counters = None
     if slots > 0:
         part_out = torch.empty(slots, L.BLOCK_H, L.HEAD_DIM, dtype=torch.float32, device=device)
         part_lse = torch.empty(slots, L.BLOCK_H, dtype=torch.float32, device=device)
+        counters = torch.zeros(num_rows, dtype=torch.int32, device=device)
     return HopperDecodePlan(NAME, num_rows, max_table_width, group, device, config, num_splits, *own, part_out,
-                            part_lse)
+                            part_lse, counters)
 
 
 def with_config(plan: HopperDecodePlan, config: HopperConfig) -> HopperDecodePlan:
@@ -405,14 +460,11 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     # ---- launch
     _pa_decode_kernel[(rows, splits)](
         out, q, k_words, v_words, tables, context_lens, query_scale_arg,
-        plan.part_out if split else out, plan.part_lse if split else out,
+        plan.part_out if split else out, plan.part_lse if split else out, plan.counters if split else out,
         width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, num_warps=NUM_WARPS,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
-    if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, splits,
-                               num_warps=NUM_WARPS)
     return out
 
 
@@ -420,6 +472,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
 SIGNATURE = {
     "out_ptr": "*bf16", "q_ptr": "*bf16", "k_ptr": "*i32", "v_ptr": "*i32", "tables_ptr": "*i32",
     "context_lens_ptr": "*i32", "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32",
+    "counters_ptr": "*i32",
     "table_stride": "i32", "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
     "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr",
 }

@@ -102,7 +102,8 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     k_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
     v_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
     v_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
-    P._issue_page(k_ptr, v_ptr, tables_ptr, 0, context, 0, page_end, 0, k_codes, k_scales, v_codes, v_scales)
+    P._issue_page(k_ptr, v_ptr, P._page_id(tables_ptr, 0, 0, page_end), context, 0, page_end, 0,
+                  k_codes, k_scales, v_codes, v_scales)
     async_copy.commit_group()
     async_copy.wait_group(0)
     gl.thread_barrier()
@@ -142,7 +143,8 @@ def test_decoded_operands_bit_exact():
 
 # ---- pa_decode -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, None), (5, 7, 65, 9),
-                                                     (512, 16, 8, 1), (1, 16, 64, None), (3, 1, 2, 2)])
+                                                     (512, 16, 8, 1), (1, 16, 64, None), (3, 1, 2, 2),
+                                                     (4, 16, 7, 2)])
 def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
     gen = torch.Generator().manual_seed(rows + width)
     lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
