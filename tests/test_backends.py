@@ -90,9 +90,9 @@ def test_every_kernels_folder_is_registered_once():
 
 
 
-def test_hopper_is_explicit_only_and_refused_off_sm90(monkeypatch):
-    """The Gluon backend (kernels/hopper) is never chosen by backend=None, even on an sm_90 device, until its H200 GPU
-    tests pass; an explicit request off an sm_90 CUDA device raises with the reason."""
+def test_hopper_is_chosen_on_sm90_only_and_refused_elsewhere(monkeypatch):
+    """backend=None picks the Gluon backend (kernels/hopper) on an sm_90 CUDA device, Triton's ops for the three it
+    borrows; off sm_90 it is neither chosen nor runnable: an explicit request raises with the reason."""
     from atom_mxfp4.kernels import hopper
 
     backends._resolve.cache_clear()
@@ -103,7 +103,8 @@ def test_hopper_is_explicit_only_and_refused_off_sm90(monkeypatch):
         monkeypatch.setattr(hopper, "usable", lambda device: None)  # pretend an H200 is here
         monkeypatch.setattr(triton, "usable", lambda device: None)
         backends._resolve.cache_clear()
-        assert backends.resolve_backend(None, "cuda:0").name != "hopper"
+        assert backends.resolve_backend(None, "cuda:0").name == "hopper"
+        assert backends.resolve_backend(None, "cpu").name != "hopper"
         table = backends.resolve_backend("hopper", "cuda:0")
         assert table.pa_decode is hopper.pa_decode and table.index_topk is triton.index_topk
     finally:
