@@ -94,6 +94,45 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
     return rec
 
 
+SWEEP_SHAPES = ([(r, 16, 1998) for r in (1, 4, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048)]
+                + [(r, 64, 8192) for r in (16, 64, 128, 256, 512)] + [(r, 256, 32768) for r in (4, 16, 64)]
+                + [(8, 1024, 131072), (1, 1024, 131072)])  # (rows, table pages, context): docs/hopper.md "Split policy"
+SWEEP_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
+
+
+def split_sweep(out: Path, reps: int) -> None:
+    """Every forced split count per shape (``make_plan(num_splits=s)``), the policy's own pick and the Triton kernel,
+    same run: the data ``num_splits_for`` is fitted to. Writes out/split_sweep.json."""
+    records = []
+    for rows, width, context in SWEEP_SHAPES:
+        per_call = rows * context * 2 * MX_TOKEN
+        q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
+        lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
+        sets = [(random_records(rows * width), random_records(rows * width),
+                 torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous())
+                for _ in range(sets_for(per_call, budget=2 * 2**30))]
+        out_buf = torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV)
+
+        def timed(backend, plan):
+            return round(1e3 * graph_time_ms([
+                (lambda s=s: backend.pa_decode(out_buf, q, s[0], s[1], s[2], lens, softmax_scale=SOFTMAX_SCALE,
+                                               query_scale=None, plan=plan)) for s in sets], reps=reps), 2)
+
+        rec = {"rows": rows, "pages": width, "ctx": context}
+        policy = hopper.make_plan(rows, width, GROUP, DEV)
+        rec["policy"], rec["policy_splits"] = timed(hopper, policy), policy.splits_for(rows, width)[0]
+        for splits in SWEEP_SPLITS:
+            if splits == 1 or splits <= width // hopper_pa.MIN_PAGES_PER_SPLIT:
+                rec[str(splits)] = timed(hopper, hopper.make_plan(rows, width, GROUP, DEV, num_splits=splits))
+        rec["triton"] = timed(tb, tb.make_plan(rows, width, GROUP, DEV))
+        rec["best"] = min((k for k in rec if k.isdigit()), key=lambda k: rec[k])
+        print(json.dumps(rec), flush=True)
+        records.append(rec)
+        del sets
+        torch.cuda.empty_cache()
+    (out / "split_sweep.json").write_text(json.dumps(records, indent=1))
+
+
 def profile(shapes) -> None:
     """One launch of each kernel per shape, for Nsight Compute."""
     for rows, context in shapes:
@@ -172,6 +211,8 @@ def main() -> None:
     parser.add_argument("--profile", metavar="RxC,...",
                         help="for a profiler (ncu -k regex:_pa_decode_kernel): run each kernel once per shape "
                              "ROWSxCONTEXT, no timing, no files")
+    parser.add_argument("--split-sweep", action="store_true",
+                        help="instead of the table: time every forced split count per shape (split_sweep.json)")
     parser.add_argument("--stages", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
@@ -185,6 +226,9 @@ def main() -> None:
         parser.error("--out is required (except with --profile)")
     args.out.mkdir(parents=True, exist_ok=True)
     reps = 10 if args.quick else 30
+    if args.split_sweep:
+        split_sweep(args.out, 15)
+        return
     results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,
                    reps=reps, stages=args.stages, shapes=[])
