@@ -3,7 +3,7 @@
 Only ``pa_decode`` / ``make_plan`` live here (pa_decode.py: kernel, plan, launcher; _decode.py: the MXFP4 decode into
 MMA operand registers; layout.py: every index map as host-evaluable data). The other three ops are the Triton
 backend's (``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).
-``backend=None`` picks it on an sm_90 CUDA device (rank 1, before the Triton backend, which stays the portable path
+``backend=None`` picks it on an sm_90 CUDA device (rank 0, before the Triton backend, which stays the portable path
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it
 on an sm_90 device and refuses anything else, never falling back. See docs/hopper.md.
 Without triton (or without Gluon) the package still imports and registers: an explicit request then says why.
@@ -42,7 +42,7 @@ def usable(device: torch.device) -> str | None:
     return None
 
 
-@register_backend(NAME, rank=1)
+@register_backend(NAME, rank=0)
 class HopperBackend(Backend):
     """``backend=None``'s choice on sm_90 (its GPU tests pass on the H200: docs/hopper.md); Triton elsewhere."""
 
