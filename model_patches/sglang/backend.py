@@ -20,13 +20,14 @@ does QK-norm, RoPE and the MXFP4 write itself.
 
 from __future__ import annotations
 
+import logging
 import os
 
 import torch
 from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
 from sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph import eager_on_graph
 
-from atom_mxfp4.backends import BACKENDS
+from atom_mxfp4.backends import BACKENDS, resolve_backend
 from atom_mxfp4.errors import expect
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
 from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, pages_for
@@ -34,6 +35,8 @@ from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, pages_for
 from .geometry import check_model
 from .pool import MXFP4MiniMaxKVPool
 from .targets import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, attn_tp_size, hook_applied
+
+logger = logging.getLogger(__name__)
 
 KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # a registered name (atom_mxfp4.backends.BACKENDS); unset: its choice
 PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
@@ -71,6 +74,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         expect(self.kernel_backend is None or self.kernel_backend in BACKENDS,
                "kernel_backend" if kernel_backend else KERNEL_BACKEND_ENV, f"unset or one of {list(BACKENDS)}",
                repr(self.kernel_backend))
+        device = self.req_to_token.device
+        logger.info("atom_mxfp4: kernel backend %s on %s (%s)", resolve_backend(self.kernel_backend, device).name,
+                    device, f"{KERNEL_BACKEND_ENV}={self.kernel_backend}" if self.kernel_backend else "backend=None")
         self.max_pages = pages_for(self.req_to_token.shape[1])
         # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
         self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype)
