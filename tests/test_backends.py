@@ -111,6 +111,25 @@ def test_hopper_is_chosen_on_sm90_only_and_refused_elsewhere(monkeypatch):
         backends._resolve.cache_clear()
 
 
+def test_hopper_is_not_chosen_with_an_untested_triton(monkeypatch):
+    """Gluon's API moves between triton releases: backend=None keeps Triton there, with one warning naming the
+    version; an explicit backend='hopper' is still honoured."""
+    from atom_mxfp4.kernels import hopper
+
+    monkeypatch.setattr(hopper, "usable", lambda device: None)
+    monkeypatch.setattr(triton, "usable", lambda device: None)
+    monkeypatch.setattr(hopper, "_triton_version", lambda: "3.7.0")
+    backends._resolve.cache_clear()
+    backends._warned.clear()
+    try:
+        with pytest.warns(RuntimeWarning, match=r"triton 3\.7\.0 is not the one its GPU tests ran on"):
+            assert backends.resolve_backend(None, "cuda:0").name == "triton"
+        assert backends.resolve_backend("hopper", "cuda:0").pa_decode is hopper.pa_decode
+    finally:
+        backends._resolve.cache_clear()
+        backends._warned.clear()
+
+
 def test_unknown_backend_names_argument_expected_and_actual():
     expected = r"backend must be None or one of \['torch', 'triton', 'hopper', 'flydsl'\], got 'cuda'"
     with pytest.raises(ValueError, match=expected):

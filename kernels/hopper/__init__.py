@@ -24,6 +24,13 @@ if importlib.util.find_spec("triton") is not None and importlib.util.find_spec("
 __all__ = ["pa_decode", "make_plan", "HopperConfig", "HopperDecodePlan"]
 
 CAPABILITY = (9, 0)  # sm_90: the layouts, mma.sync m16n8k16 and cp.async the kernel is written for
+TESTED_TRITON = "3.6."  # Gluon is experimental and its API moves between minor releases: backend=None picks this
+# backend only with the triton its GPU tests ran on (an explicit backend="hopper" runs with any triton that has Gluon)
+
+
+def _triton_version() -> str:
+    import triton
+    return triton.__version__
 
 
 def usable(device: torch.device) -> str | None:
@@ -55,4 +62,10 @@ class HopperBackend(Backend):
 
     @classmethod
     def auto(cls, device):
-        return device.type == "cuda" and usable(device) is None, None
+        if device.type != "cuda" or usable(device) is not None:
+            return False, None
+        version = _triton_version()
+        if not version.startswith(TESTED_TRITON):
+            return False, (f"the Hopper pa_decode is not picked on {device}: triton {version} is not the one its GPU "
+                           f"tests ran on ({TESTED_TRITON}x); using the Triton backend (backend='hopper' forces it)")
+        return True, None
