@@ -6,7 +6,10 @@ backend's (``borrows = "triton"``: an explicit, documented composition, as for F
 ``backend=None`` picks it on an sm_90 CUDA device (rank 0, before the Triton backend, which stays the portable path
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it
 on an sm_90 device and refuses anything else, never falling back. See docs/hopper.md.
-Without triton (or without Gluon) the package still imports and registers: an explicit request then says why.
+Gluon is experimental and its API moves between triton releases (triton 3.7 has no ``gl.thread_barrier``; checked by
+compiling there), so the kernel is only imported and used with the triton 3.6.x it is written and GPU-tested for.
+Without that triton (or without Gluon) the package still imports and registers: an explicit request says why, and
+``backend=None`` on an sm_90 device warns once and uses the Triton backend.
 """
 
 import importlib.util
@@ -17,26 +20,39 @@ import torch
 from atom_mxfp4.registry import Backend, register_backend
 
 NAME = "hopper"  # the registered name; pa_decode's plans carry it (defined before the op modules import it)
-
-if importlib.util.find_spec("triton") is not None and importlib.util.find_spec("triton.experimental.gluon") is not None:
-    from .pa_decode import HopperConfig, HopperDecodePlan, make_plan, pa_decode
-
-__all__ = ["pa_decode", "make_plan", "HopperConfig", "HopperDecodePlan"]
-
+TRITON_SERIES = "3.6."  # the triton whose Gluon API the kernel is written in and whose build ran its GPU tests
 CAPABILITY = (9, 0)  # sm_90: the layouts, mma.sync m16n8k16 and cp.async the kernel is written for
-TESTED_TRITON = "3.6."  # Gluon is experimental and its API moves between minor releases: backend=None picks this
-# backend only with the triton its GPU tests ran on (an explicit backend="hopper" runs with any triton that has Gluon)
 
 
-def _triton_version() -> str:
+def _triton_version() -> str | None:
+    """The installed triton's version (None: no triton with Gluon)."""
+    if importlib.util.find_spec("triton") is None or importlib.util.find_spec("triton.experimental.gluon") is None:
+        return None
     import triton
     return triton.__version__
 
 
+def _triton_problem() -> str | None:
+    """Why the installed triton cannot build the kernel (None: it can)."""
+    version = _triton_version()
+    if version is None:
+        return f"triton {TRITON_SERIES}x with triton.experimental.gluon is not importable"
+    if not version.startswith(TRITON_SERIES):
+        return (f"needs triton {TRITON_SERIES}x, the Gluon API the kernel is written in (triton 3.7 has no "
+                f"gl.thread_barrier), got triton {version}")
+    return None
+
+
+if _triton_problem() is None:
+    from .pa_decode import HopperConfig, HopperDecodePlan, make_plan, pa_decode
+
+__all__ = ["pa_decode", "make_plan", "HopperConfig", "HopperDecodePlan"]
+
+
 def usable(device: torch.device) -> str | None:
     """Why the Gluon kernel cannot run on ``device`` (None: it can)."""
-    if importlib.util.find_spec("triton") is None or importlib.util.find_spec("triton.experimental.gluon") is None:
-        return "triton with triton.experimental.gluon (triton >= 3.6) is not importable"
+    if _triton_problem() is not None:
+        return _triton_problem()
     if os.environ.get("TRITON_INTERPRET") == "1":
         return "Gluon kernels do not run under TRITON_INTERPRET=1"
     if device.type != "cuda" or getattr(torch.version, "hip", None) is not None:
@@ -62,10 +78,14 @@ class HopperBackend(Backend):
 
     @classmethod
     def auto(cls, device):
-        if device.type != "cuda" or usable(device) is not None:
+        """Yes on an sm_90 CUDA device with triton 3.6.x; on an sm_90 device with another triton: no, with a
+        warning (that user expected this backend)."""
+        if device.type != "cuda":
             return False, None
-        version = _triton_version()
-        if not version.startswith(TESTED_TRITON):
-            return False, (f"the Hopper pa_decode is not picked on {device}: triton {version} is not the one its GPU "
-                           f"tests ran on ({TESTED_TRITON}x); using the Triton backend (backend='hopper' forces it)")
-        return True, None
+        if usable(device) is None:
+            return True, None
+        problem = _triton_problem()
+        if problem is not None and getattr(torch.version, "hip", None) is None \
+                and torch.cuda.is_available() and torch.cuda.get_device_capability(device) == CAPABILITY:
+            return False, f"the Hopper pa_decode is not used on {device}: {problem}; using the Triton backend"
+        return False, None
