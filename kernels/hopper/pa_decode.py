@@ -26,7 +26,6 @@ Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, replace
 
 import torch
@@ -52,7 +51,6 @@ TOKENS_PER_WARP = gl.constexpr(L.TOKENS_PER_WARP)
 RECORD_WORDS = gl.constexpr(L.RECORD_WORDS)
 CODE_WORDS = gl.constexpr(L.CODE_WORDS)
 SCALE_WORD = gl.constexpr(L.SCALE_WORD)
-QK_DIM_BITS = gl.constexpr(L.QK_DIM_BITS)
 V_PARITY_LAST = gl.constexpr(L.V_PARITY_LAST)
 OUT_COLUMNS_SHAPE = gl.constexpr(L.OUT_COLUMNS_SHAPE)
 OUT_COLUMNS_ORDER = gl.constexpr(L.OUT_COLUMNS_ORDER)
