@@ -112,7 +112,7 @@ def test_hopper_is_chosen_on_sm90_only_and_refused_elsewhere(monkeypatch):
 
 
 def test_hopper_needs_the_triton_it_is_written_for(monkeypatch):
-    """Gluon's API moves between triton releases (3.7 has no gl.thread_barrier): with another triton, backend=None on
+    """Gluon's API moves between triton releases (3.7 renamed gl.thread_barrier): with another triton, backend=None on
     an sm_90 device keeps Triton with one warning naming the version, and backend='hopper' is refused with it."""
     from atom_mxfp4.kernels import hopper
 

@@ -6,8 +6,9 @@ backend's (``borrows = "triton"``: an explicit, documented composition, as for F
 ``backend=None`` picks it on an sm_90 CUDA device (rank 0, before the Triton backend, which stays the portable path
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it
 on an sm_90 device and refuses anything else, never falling back. See docs/hopper.md.
-Gluon is experimental and its API moves between triton releases (triton 3.7 has no ``gl.thread_barrier``; checked by
-compiling there), so the kernel is only imported and used with the triton 3.6.x it is written and GPU-tested for.
+Gluon is experimental and its API moves between triton releases (3.7 renamed ``gl.thread_barrier`` to ``gl.barrier``:
+pa_decode.py takes either, and the kernel then compiles under 3.7.1 with the same instruction mix, CPU only), so the
+kernel is only imported and used with the triton 3.6.x its GPU tests ran on.
 Without that triton (or without Gluon) the package still imports and registers: an explicit request says why, and
 ``backend=None`` on an sm_90 device warns once and uses the Triton backend.
 """
@@ -38,8 +39,8 @@ def _triton_problem() -> str | None:
     if version is None:
         return f"triton {TRITON_SERIES}x with triton.experimental.gluon is not importable"
     if not version.startswith(TRITON_SERIES):
-        return (f"needs triton {TRITON_SERIES}x, the Gluon API the kernel is written in (triton 3.7 has no "
-                f"gl.thread_barrier), got triton {version}")
+        return (f"needs triton {TRITON_SERIES}x, the triton its GPU tests ran on (Gluon's API moves between "
+                f"releases), got triton {version}")
     return None
 
 

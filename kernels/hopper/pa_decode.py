@@ -71,6 +71,8 @@ Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
 MERGE = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [16, 128] fp32
 
 
+_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
+
 # ---- device code ---------------------------------------------------------------------------------------------------
 @gluon.jit
 def _page_id(tables_ptr, table_base, page_index, page_end):
@@ -218,7 +220,7 @@ def _pa_decode_kernel(
     for page_index in range(page_begin, page_end):
         i = page_index - page_begin
         async_copy.wait_group(STAGES - 2)  # this thread's copies of page i landed
-        gl.thread_barrier()  # everyone's did, and every warp is done with page i - 1's slot
+        _cta_barrier()  # everyone's did, and every warp is done with page i - 1's slot
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
@@ -250,7 +252,7 @@ def _pa_decode_kernel(
         gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
         gl.store(part_lse_ptr + base + head, lse)
         # the row's last split to finish merges (no second launch)
-        gl.thread_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
+        _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
         done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
         if done == num_splits - 1:  # acquire: every split's partial is visible
             _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_splits)
