@@ -5,11 +5,11 @@
 # 2. unpacks SGLang 0.5.23's MiniMax-M3 sparse kernels from the carried wheel (.whl/[serve/]sglang-0.5.23-*.whl);
 # 3. pytest -m gpu (tests/gpu) and the CPU op tests compiled for the GPU (tests/test_triton_ops.py);
 # 4. compute-sanitizer memcheck over one case of each Triton kernel;
-# 5. the benchmarks (evals/bench/run_bench.py): bench.md, bench.json, *.png;
+# 5. the benchmarks (evals/bench/run_bench.py): bench.md, bench.json, *.png; on sm_90 also evals/bench/hopper_bench.py;
 # 6. every scripts/h200.d/*.sh in name order, each given $OUT (their own outputs go there).
 # Results go to $OUT/triton/ (h200.log, bench.md, bench.json, *.png); only 8 files come back from $OUT, so when
 # scripts/h200.d/ holds steps, they are packed into $OUT/triton_h200.tar.gz (+ $OUT/triton_bench.md) at the end.
-# Stage time limits (seconds) come from T_GPU_TESTS, T_CPU_TESTS, T_SANITIZER, T_BENCH, H200_STEP_TIMEOUT;
+# Stage time limits (seconds) come from T_GPU_TESTS, T_CPU_TESTS, T_SANITIZER, T_BENCH, T_HOPPER_BENCH, H200_STEP_TIMEOUT;
 # H200_SKIP_STEPS=1 leaves out step 6.
 set -u -o pipefail
 MODE=${1:-full}
@@ -58,6 +58,12 @@ fi
 BENCH_ARGS="${H200_BENCH_ARGS:-}"  # e.g. --sweep
 [ "$MODE" = quick ] && BENCH_ARGS="$BENCH_ARGS --quick"
 timeout ${T_BENCH:-300} python3 -P evals/bench/run_bench.py --out "$RES" $PEER $BENCH_ARGS 2>&1 | grep -v "^|" || STATUS=1
+# the Hopper (Gluon) pa_decode against the Triton kernel (docs/hopper.md), when this GPU runs it
+if python3 -P -c "import torch; from atom_mxfp4.kernels import hopper; raise SystemExit(hopper.usable(torch.device('cuda')) is not None)"; then
+  timeout ${T_HOPPER_BENCH:-90} python3 -P evals/bench/hopper_bench.py --out "$RES/hopper" 2>&1 | grep "^rows=" || STATUS=1
+else
+  echo "hopper backend not usable here: hopper_bench skipped"
+fi
 
 # ---- 6. other engineers' steps (H200_SKIP_STEPS=1: not in this call, e.g. to stay under the 10-minute call limit)
 for step in "$ROOT"/scripts/h200.d/*.sh; do
