@@ -23,11 +23,21 @@ Ground floor: imports torch and ``errors`` only, so backends may import it (test
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
 
 from .errors import expect, expect_int, fail
+
+
+@functools.cache
+def sm_count(device_index: int, off_gpu: int) -> int:
+    """Streaming multiprocessors of CUDA device ``device_index``, asked once per device: the unit the split policies
+    count waves in. ``off_gpu``: what a backend plans with when CUDA is not available (CPU and interpreter runs)."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return off_gpu
 
 
 def plan_device(device) -> torch.device:

@@ -12,7 +12,7 @@ pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gl
 
 import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
-from atom_mxfp4.plan import split_pages  # noqa: E402
+from atom_mxfp4.plan import sm_count, split_pages  # noqa: E402
 
 P = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")
 
@@ -167,11 +167,12 @@ def test_a_cuda_device_without_cuda_is_refused_with_the_reason(monkeypatch):
 def test_split_policy_on_a_cuda_device_reads_its_sm_count(monkeypatch):
     """The policy on a CUDA device counts that device's SMs (a CPU plan assumes an H200's 132): exercised here with
     a stand-in device property, so the cuda branch runs without a GPU."""
-    P._num_sms.cache_clear()
+    sm_count.cache_clear()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: type("P", (), {"multi_processor_count": 66}))
     try:
         cuda = torch.device("cuda", 0)
         assert P.num_splits_for(1, 16, cuda, 3) == 8 and P.num_splits_for(33, 16, cuda, 3) == 2  # 66 // 33
         assert P.partial_slots(512, 64, cuda, P.DEFAULT_CONFIG, None) == 3 * 66
     finally:
-        P._num_sms.cache_clear()
+        sm_count.cache_clear()

@@ -25,7 +25,6 @@ Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 
 import torch
@@ -35,7 +34,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, split_pages
+from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, sm_count,
+                             split_pages)
 
 from . import NAME
 from . import layout as L
@@ -332,13 +332,11 @@ FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only
 MAX_SPLITS = 64  # the row's last split merges the partials one after another (342 partials: 105 us for 1 x 131K)
 
 
-@functools.cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
+H200_SMS = 132  # the SM count planned with off-GPU: the H200 the policy was measured on
 
 
 def _sms(device: torch.device) -> int:
-    return _num_sms(device.index or 0) if device.type == "cuda" else 132  # an H200's 132 SMs off-GPU
+    return sm_count(device.index or 0, H200_SMS) if device.type == "cuda" else H200_SMS
 
 
 def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int) -> int:

@@ -15,6 +15,7 @@ import torch
 from atom_mxfp4.registry import Backend, register_backend
 
 NAME = "triton"  # the registered name; pa_decode's plans carry it (defined before the op modules import it)
+INTERPRETER_SMS = 4  # the SM count the ops plan with off-GPU: small, so CPU tests exercise the split paths
 
 if importlib.util.find_spec("triton") is not None:  # without triton the backend is registered all the same
     from .index_topk import index_topk

@@ -17,7 +17,6 @@ Sentinels: INIT_KEY / LOCAL_KEY forced ranks, -1 padding. Not checked at run tim
 """
 
 from dataclasses import dataclass
-import functools
 
 import torch
 import triton
@@ -26,7 +25,9 @@ import triton.language as tl
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
+from atom_mxfp4.plan import sm_count
 
+from . import INTERPRETER_SMS
 from ._fp8 import fp8_scores, load_fp8_tokens
 from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile
 
@@ -140,16 +141,9 @@ class IndexConfig:
 DEFAULT_CONFIG = IndexConfig()
 
 
-@functools.cache
-def _num_sms(device_index: int) -> int:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(device_index).multi_processor_count
-    return 4
-
-
 def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device) -> int:
     """Blocks scored per program: about 8 programs per SM over the whole (rows x blocks) grid, at most 64."""
-    sms = _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
+    sms = sm_count(device.index or 0 if device.type == "cuda" else 0, INTERPRETER_SMS)
     want = max(1, (num_rows * max_blocks) // (8 * sms))
     return min(64, max_blocks, triton.next_power_of_2(want))
 

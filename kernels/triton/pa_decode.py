@@ -23,9 +23,10 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
-from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, split_pages
+from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, sm_count,
+                             split_pages)
 
-from . import NAME
+from . import INTERPRETER_SMS, NAME
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile, \
     to_bf16_rne
 
@@ -145,11 +146,8 @@ class DecodeConfig:
     # 121 registers and 40 KB shared; 3 for the 2-stage kernels, 58 KB): the unit of a wave for the split policy
 
 
-@functools.cache
 def _num_sms(device_index: int) -> int:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(device_index).multi_processor_count
-    return 4  # interpreter: small, so CPU tests exercise the split path
+    return sm_count(device_index, INTERPRETER_SMS)
 
 
 def _sms_of(device: torch.device) -> int:
