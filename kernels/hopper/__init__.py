@@ -50,10 +50,8 @@ if _triton_problem() is None:
 __all__ = ["pa_decode", "make_plan", "HopperConfig", "HopperDecodePlan"]
 
 
-def usable(device: torch.device) -> str | None:
-    """Why the Gluon kernel cannot run on ``device`` (None: it can)."""
-    if _triton_problem() is not None:
-        return _triton_problem()
+def _device_problem(device: torch.device) -> str | None:
+    """Why ``device`` (or the interpreter mode) cannot run the kernel, whatever triton is installed (None: it can)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         return "Gluon kernels do not run under TRITON_INTERPRET=1"
     if device.type != "cuda" or getattr(torch.version, "hip", None) is not None:
@@ -64,6 +62,11 @@ def usable(device: torch.device) -> str | None:
     if capability != CAPABILITY:
         return f"needs compute capability {CAPABILITY} (sm_90), got {capability} on {device}"
     return None
+
+
+def usable(device: torch.device) -> str | None:
+    """Why the Gluon kernel cannot run on ``device`` (None: it can): the installed triton first, then the device."""
+    return _triton_problem() or _device_problem(device)
 
 
 @register_backend(NAME, rank=0)
@@ -86,7 +89,6 @@ class HopperBackend(Backend):
         if usable(device) is None:
             return True, None
         problem = _triton_problem()
-        if problem is not None and getattr(torch.version, "hip", None) is None \
-                and torch.cuda.is_available() and torch.cuda.get_device_capability(device) == CAPABILITY:
+        if problem is not None and _device_problem(device) is None:  # the device would run it: say why it does not
             return False, f"the Hopper pa_decode is not used on {device}: {problem}; using the Triton backend"
         return False, None
