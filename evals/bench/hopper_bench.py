@@ -39,17 +39,21 @@ SOFTMAX_SCALE = 128 ** -0.5
 SET_BUDGET = 4 * 2**30  # bytes of records per shape across the rotated input sets
 
 
+def make_inputs(rows: int, width: int, context: int, num_sets: int):
+    """(q, context_lens, sets): bf16 q, every row ``context`` tokens long, and ``num_sets`` input sets (K records, V
+    records, tables: every row its own ``width`` pages, in random order) to rotate through memory."""
+    q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
+    lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
+    sets = [(random_records(rows * width), random_records(rows * width),
+             torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous()) for _ in range(num_sets)]
+    return q, lens, sets
+
+
 def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
     width = context // PAGE_SIZE
     per_call = rows * context * 2 * MX_TOKEN
     n = sets_for(per_call, budget=SET_BUDGET)
-    q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
-    lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
-    sets = []
-    for _ in range(n):
-        k, v = random_records(rows * width), random_records(rows * width)
-        tables = torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous()
-        sets.append((k, v, tables))
+    q, lens, sets = make_inputs(rows, width, context, n)
     kernels = {"triton": (tb, tb.make_plan(rows, width, GROUP, DEV)),
                "hopper": (hopper, hopper.make_plan(rows, width, GROUP, DEV))}
     for depth in stages:  # the same plan with another ring depth
@@ -105,12 +109,7 @@ def split_sweep(out: Path, reps: int) -> None:
     same run: the data ``num_splits_for`` is fitted to. Writes out/split_sweep.json."""
     records = []
     for rows, width, context in SWEEP_SHAPES:
-        per_call = rows * context * 2 * MX_TOKEN
-        q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
-        lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
-        sets = [(random_records(rows * width), random_records(rows * width),
-                 torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous())
-                for _ in range(sets_for(per_call, budget=2 * 2**30))]
+        q, lens, sets = make_inputs(rows, width, context, sets_for(rows * context * 2 * MX_TOKEN, budget=2 * 2**30))
         out_buf = torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV)
 
         def timed(backend, plan):
@@ -137,10 +136,7 @@ def profile(shapes) -> None:
     """One launch of each kernel per shape, for Nsight Compute."""
     for rows, context in shapes:
         width = context // PAGE_SIZE
-        q = torch.randn(rows, GROUP, 128, device=DEV).bfloat16()
-        lens = torch.full((rows,), context, dtype=torch.int32, device=DEV)
-        k, v = random_records(rows * width), random_records(rows * width)
-        tables = torch.randperm(rows * width, device=DEV).int().view(rows, width).contiguous()
+        q, lens, [(k, v, tables)] = make_inputs(rows, width, context, 1)
         out = torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV)
         for backend in (tb, hopper):
             plan = backend.make_plan(rows, width, GROUP, DEV)
