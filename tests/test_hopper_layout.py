@@ -42,6 +42,10 @@ import _helpers as H  # noqa: E402
 
 K_ASM = str(D.K_DECODE_ASM.value)
 V_ASM = str(D.V_DECODE_ASM.value)
+K_FAST_ASM = str(D.K_FAST_ASM.value)
+V_FAST_ASM = str(D.V_FAST_ASM.value)
+P_WINDOW_ASM = str(D.P_WINDOW_ASM.value)
+WINDOW = 2.0 ** L.WINDOW_SHIFT
 OPERAND_REGS = L.HEAD_DIM * L.TOKENS_PER_WARP // L.LANES  # 128 bf16 elements of each B operand per lane
 LOAD_REGS = L.PAGE_SIZE * L.CODE_WORDS // L.THREADS  # 16 words of each page record per thread
 
@@ -73,13 +77,13 @@ def unpack(register: np.ndarray) -> np.ndarray:
 
 
 # ---- the kernel's dataflow, in numpy ---------------------------------------------------------------------------------
-def k_inputs(words: np.ndarray):
-    """(words [4, 32, 4, 4], (s, s) bf16x2 scale pairs) as _attend_page builds them."""
+def k_inputs(words: np.ndarray, fast: bool = False):
+    """(words [4, 32, 4, 4], (s, s) bf16x2 scale pairs) as _attend_page builds them (fast: the window pairs)."""
     w, n, c, j = np.indices(L.K_WORDS_SHAPE)
     k_words = words[L.k_word_offset(w, n, c, j)]
     scale_words = words[L.SCALE_WORD + L.TOKENS_PER_WARP * w + n]
     e = (scale_words >> (8 * c).astype(np.uint64)) & 0xFF
-    return k_words, (e << 7) | (e << 23)
+    return k_words, ((e << 7) | (e << 23)) + (L.WINDOW_PAIR_BIAS if fast else 0)
 
 
 def k_chain(outputs: list[np.ndarray]) -> np.ndarray:
@@ -90,20 +94,21 @@ def k_chain(outputs: list[np.ndarray]) -> np.ndarray:
 
 
 def k_operand(record: np.ndarray, asm: str = K_ASM) -> np.ndarray:
-    k_words, pair = k_inputs(words_of(record))
+    k_words, pair = k_inputs(words_of(record), asm == K_FAST_ASM)
     regs = H.run_ptx(asm, {"$4": k_words, "$5": pair, **{f"${i}": 0 * k_words for i in range(4)}})
     return k_chain([regs[f"${i}"] for i in range(4)])
 
 
-def v_inputs(words: np.ndarray):
-    """(even words, odd words [4, 16, 8, 2], (even, odd) bf16x2 scale pairs) as _attend_page builds them."""
+def v_inputs(words: np.ndarray, fast: bool = False):
+    """(even words, odd words [4, 16, 8, 2], (even, odd) bf16x2 scale pairs) as _attend_page builds them (fast: the
+    window pairs)."""
     w, p, par, g, word = np.indices(L.V_WORDS_SHAPE)
     v_words = words[L.v_word_offset(w, p, par, g, word)].transpose(L.V_PARITY_LAST)
     even, odd = v_words[..., 0], v_words[..., 1]
     w, p, g, par = np.indices([L.WARPS, L.TOKENS_PER_WARP // 2, 8, 2])
     scale_words = words[L.SCALE_WORD + L.TOKENS_PER_WARP * w + 2 * p + par]
     e = (scale_words >> (8 * (g >> 1)).astype(np.uint64)) & 0xFF
-    pair = (e[..., 0] << 7) | (e[..., 1] << 23)
+    pair = ((e[..., 0] << 7) | (e[..., 1] << 23)) + (L.WINDOW_PAIR_BIAS if fast else 0)
     return even, odd, np.broadcast_to(pair[..., None], even.shape).copy()
 
 
@@ -116,7 +121,7 @@ def v_chain(outputs: list[np.ndarray]) -> np.ndarray:
 
 
 def v_operand(record: np.ndarray, asm: str = V_ASM) -> np.ndarray:
-    even, odd, pair = v_inputs(words_of(record))
+    even, odd, pair = v_inputs(words_of(record), asm == V_FAST_ASM)
     regs = H.run_ptx(asm, {"$8": even, "$9": odd, "$10": pair, **{f"${i}": 0 * even for i in range(8)}})
     return v_chain([regs[f"${i}"] for i in range(8)])
 
@@ -241,6 +246,74 @@ def test_zero_filled_tokens_decode_to_zero():
     assert not k_operand(record).any() and not v_operand(record).any()
 
 
+# ---- the one-multiply decode ("window") ------------------------------------------------------------------------------
+def window_misses(words: np.ndarray) -> np.ndarray:
+    """numpy twin of _decode.window_misses (uint32 arithmetic): bit 7 of each byte set where the byte is outside."""
+    x = words.astype(np.uint64) & 0xFFFFFFFF
+    high = x & (x << 1)
+    borrow = ((x | 0x80808080) - 0x01010101) & 0xFFFFFFFF
+    low = ~x & borrow & ~(borrow << 1)
+    return (high | low) & 0x80808080
+
+
+def test_window_check_flags_exactly_the_bytes_the_one_multiply_decode_cannot_take():
+    """Every byte value in every byte position of a word, beside random neighbours: flagged iff layout.window_miss."""
+    rng = np.random.default_rng(5)
+    for position in range(4):
+        for byte in range(256):
+            parts = rng.integers(0, 256, (64, 4)).astype(np.uint64)
+            parts[:, position] = byte
+            words = sum(parts[:, i] << (8 * i) for i in range(4))
+            flagged = (window_misses(words) >> (8 * position + 7)) & 1
+            assert (flagged == L.window_miss(byte)).all(), (position, byte)
+    assert [b for b in range(256) if not L.window_miss(b)] == [0] + list(range(L.WINDOW_LOW, L.WINDOW_HIGH + 1))
+
+
+def test_window_bounds_are_where_one_multiply_stays_exact():
+    """The scale constant 2**(e - 64) is a finite bf16 up to WINDOW_HIGH and not one past it; the smallest decoded
+    magnitude (code 1: 0.5 x 2**(e - 190)) is a normal bf16 from WINDOW_LOW and subnormal below it."""
+    exponent_field = lambda e: (e + L.WINDOW_SHIFT)  # noqa: E731  bf16 exponent field of 2**(e - 64)
+    assert exponent_field(L.WINDOW_HIGH) == 254 and exponent_field(L.WINDOW_HIGH + 1) == 255
+    smallest = lambda e: 0.5 * 2.0 ** (e - 127 - L.WINDOW_SHIFT)  # noqa: E731
+    assert smallest(L.WINDOW_LOW) == 2.0 ** -126 and smallest(L.WINDOW_LOW - 1) < 2.0 ** -126
+    assert (L.WINDOW_PAIR_BIAS, L.BF16X2_WINDOW) == ((63 << 7) | (63 << 23), 0x5F005F00)
+    assert 2.0 ** L.WINDOW_SHIFT * L.WINDOW_QUERY_MAX <= 2.0 ** 127
+
+
+def window_record(gen: torch.Generator, page: int) -> np.ndarray:
+    """Every code byte in every position; scale bytes sweeping 0 and WINDOW_LOW..WINDOW_HIGH over the pages."""
+    record = random_record(gen)
+    record[:L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten().numpy()
+    inside = np.array([0] + list(range(L.WINDOW_LOW, L.WINDOW_HIGH + 1)))
+    record[L.SCALE_OFFSET:] = inside[(np.arange(512) + 128 * page) % len(inside)]
+    return record
+
+
+def _times_window(bits: np.ndarray) -> np.ndarray:
+    """bf16 bits x 2**-WINDOW_SHIFT (exact: the results are normal or zero), as bf16 bits."""
+    values = torch.from_numpy((_bf16(bits) / WINDOW).astype(np.float32)).bfloat16()
+    return values.view(torch.int16).numpy().astype(np.uint16)
+
+
+def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_shift():
+    gen = torch.Generator().manual_seed(8)
+    for page in range(4):
+        record = window_record(gen, page)
+        ref = _times_window(reference_bits(record))
+        w, k, n = np.indices((L.WARPS, L.HEAD_DIM, L.TOKENS_PER_WARP))
+        assert (k_operand(record, K_FAST_ASM) == ref[L.TOKENS_PER_WARP * w + n, qk_dims()[k]]).all()
+        w, k, n = np.indices((L.WARPS, L.TOKENS_PER_WARP, L.HEAD_DIM))
+        assert (v_operand(record, V_FAST_ASM) == ref[L.TOKENS_PER_WARP * w + k, pv_dims()[n]]).all()
+
+
+def test_p_window_multiply_is_exact():
+    """Every bf16 probability in [0, 1] (all bit patterns up to 1.0) x 2**63 through the shipped PTX."""
+    bits = np.arange(0, 0x3F81, dtype=np.uint64)
+    regs = H.run_ptx(P_WINDOW_ASM, {"$1": bits | (bits << 16), "$0": 0 * bits})
+    got = _bf16(regs["$0"] & 0xFFFF)
+    assert (got == _bf16(bits) * WINDOW).all() and ((regs["$0"] >> 16) == (regs["$0"] & 0xFFFF)).all()
+
+
 # ---- the operand lane map (the compiler's layouts, on the host) ------------------------------------------------------
 @pytest.fixture(scope="module")
 def operand_layouts():
@@ -354,12 +427,14 @@ def _round_bf16(x: np.ndarray) -> np.ndarray:
     return torch.from_numpy(x.astype(np.float32)).bfloat16().float().numpy().astype(np.float64)
 
 
-def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, logit_scale: float) -> np.ndarray:
+def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, logit_scale: float,
+                fast: bool = False) -> np.ndarray:
     """The direct path of one row: q [G, 128] bf16 values; records of the row's pages (bytes past the context are
-    whatever the cache holds: they are zero-filled here as the masked cp.async does) -> out [G, 128] (fp64)."""
+    whatever the cache holds: they are zero-filled here as the masked cp.async does) -> out [G, 128] (fp64). fast: the
+    one-multiply pass (Q and P x 2**WINDOW_SHIFT, the window decode)."""
     group = q.shape[0]
     q_operand = np.zeros((L.BLOCK_H, L.HEAD_DIM))
-    q_operand[:group] = q[:, qk_dims()]  # column k = head dim qk_dim(k); heads >= group are 0
+    q_operand[:group] = q[:, qk_dims()] * (WINDOW if fast else 1.0)  # column k = head dim qk_dim(k); heads >= group 0
     m = np.full((L.WARPS, L.BLOCK_H), -np.inf)
     l_sum = np.zeros((L.WARPS, L.BLOCK_H))
     acc = np.zeros((L.WARPS, L.BLOCK_H, L.HEAD_DIM))
@@ -369,7 +444,8 @@ def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, l
         for rec in (k_record, v_record):  # the copy masks: 16-byte code chunks and 4-byte scale words per token
             rec[valid * L.DATA_BYTES:L.SCALE_OFFSET] = 0
             rec[L.SCALE_OFFSET + valid * L.SCALE_BYTES:] = 0
-        kt, v = _bf16(k_operand(k_record)), _bf16(v_operand(v_record))
+        kt = _bf16(k_operand(k_record, K_FAST_ASM if fast else K_ASM))
+        v = _bf16(v_operand(v_record, V_FAST_ASM if fast else V_ASM))
         logits = np.einsum("hk,wkn->whn", q_operand, kt) * logit_scale  # [w, h, n]
         position = page * L.PAGE_SIZE + np.arange(L.WARPS)[:, None, None] * L.TOKENS_PER_WARP + np.arange(32)
         logits = np.where(position < context, logits, -np.inf)
@@ -378,7 +454,7 @@ def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, l
         alpha = np.exp2(m - m_safe)
         p = np.exp2(logits - m_safe[:, :, None])
         l_sum = l_sum * alpha + p.sum(axis=2)
-        acc = acc * alpha[:, :, None] + np.einsum("whk,wkn->whn", _round_bf16(p), v)
+        acc = acc * alpha[:, :, None] + np.einsum("whk,wkn->whn", _round_bf16(p) * (WINDOW if fast else 1.0), v)
         m = m_new
     m_all = m.max(axis=0)
     weight = np.exp2(m - np.where(m_all == -np.inf, 0.0, m_all)[None, :])
@@ -404,6 +480,8 @@ def test_emulated_page_dataflow_matches_the_fp64_oracle(context):
     records = lambda recs: torch.from_numpy(np.stack(recs)).view(len(recs), 1, L.RECORD_BYTES)  # noqa: E731
     ref = H.attention_rows(q[None], records(k_records), records(v_records), torch.arange(len(k_records))[None],
                            [context], scale)[0]
+    fast = emulate_row(q, k_records[:pages], v_records[:pages], context, scale * math.log2(math.e), fast=True)
+    assert np.array_equal(fast, got, equal_nan=True)  # the one-multiply pass: the same products, the same bits
     if context == 0:
         assert np.array_equal(got, np.zeros_like(got))
         return

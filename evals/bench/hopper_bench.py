@@ -56,7 +56,11 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
     q, lens, sets = make_inputs(rows, width, context, n)
     kernels = {"triton": (tb, tb.make_plan(rows, width, GROUP, DEV)),
                "hopper": (hopper, hopper.make_plan(rows, width, GROUP, DEV))}
-    for depth in stages:  # the same plan with another ring depth
+    # the same plan with the exact decode only (the one-multiply pass's fallback, docs/hopper.md), and with other
+    # ring depths: neither changes an output bit
+    kernels["hopper_exact"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
+        hopper_pa.DEFAULT_CONFIG, fast_decode=False)))
+    for depth in stages:
         kernels[f"hopper_s{depth}"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
             hopper_pa.DEFAULT_CONFIG, stages=depth)))
     outs = {name: torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV) for name in kernels}
@@ -80,8 +84,8 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
         a, b = outs["hopper"].float(), outs["triton"].float()
         rec["rel_diff"] = float((a - b).norm() / b.norm())
         rec["hopper_finite"] = bool(torch.isfinite(a).all())
-        for name in kernels:  # another ring depth changes no arithmetic: the same bits
-            if name.startswith("hopper_s") and f"{name}_error" not in rec:
+        for name in kernels:  # another ring depth or the exact-only decode: the same bits
+            if name.startswith("hopper_") and f"{name}_error" not in rec:
                 rec[f"{name}_equal"] = bool(torch.equal(outs[name], outs["hopper"]))
     for name in kernels:
         if f"{name}_error" in rec:
@@ -163,6 +167,11 @@ def report(results: dict) -> str:
             ("hopper us", us("hopper")), ("hopper TB/s (% copy)", tbs("hopper")),
             ("hopper / triton speed", lambda r: f"{r['triton_us'] / r['hopper_us']:.2f}x"
              if "hopper_us" in r and "triton_us" in r else "-"),
+            ("hopper exact-decode-only TB/s (% copy)", tbs("hopper_exact")),
+            ("one-multiply / exact-only speed", lambda r: f"{r['hopper_exact_us'] / r['hopper_us']:.2f}x"
+             if "hopper_us" in r and "hopper_exact_us" in r else "-"),
+            ("same bits", lambda r: "yes" if all(r.get(f"{n}_equal") for n in ["hopper_exact"] + [
+                f"hopper_s{d}" for d in results.get("stages", [])]) else "NO"),
             ("splits (triton / hopper)", lambda r: f"{r['triton_splits']} / {r['hopper_splits']}"),
             ("rel diff vs triton", lambda r: f"{r['rel_diff']:.1e}" if "rel_diff" in r else "-")]
     for depth in results.get("stages", []):

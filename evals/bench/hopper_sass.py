@@ -2,8 +2,10 @@
 
 Triton compiles Gluon kernels through the same ``triton.compile`` path as Triton ones (a ``GluonASTSource``, see
 ``atom_mxfp4.kernels.hopper.pa_decode.compile_for_sm90``) with the ptxas / cuobjdump it ships. The main loop is the
-largest span closed by a backward branch (``sass_counts.main_loop``); one trip decodes one 128-token page of K and V,
-128 x 256 elements over 128 threads = 256 elements per thread, so instructions per element = loop instructions / 256.
+first span closed by a backward branch that holds MMAs (``hot_loop``): with the default one-multiply decode the kernel
+holds a second such loop after it, the exact fallback pass (docs/hopper.md "One multiply per pair"), which the
+"exact decode only" variant shows alone. One trip decodes one 128-token page of K and V, 128 x 256 elements over 128
+threads = 256 elements per thread, so instructions per element = loop instructions / 256.
 
     python3 evals/bench/hopper_sass.py            # table, next to the Triton kernel's default (docs/triton.md)
     python3 evals/bench/hopper_sass.py --json     # one JSON object (tests/test_hopper_compile.py reads it)
@@ -27,7 +29,7 @@ os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU target, not the 
 import triton  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sass_counts import SHOWN, main_loop  # noqa: E402
+from sass_counts import SHOWN, loops  # noqa: E402
 
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
 from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG, HopperConfig, compile_for_sm90  # noqa: E402
@@ -39,6 +41,7 @@ VARIANTS = {
     "split": dict(config=DEFAULT_CONFIG, split=True),
     "direct, query_scale tensor": dict(config=DEFAULT_CONFIG, query_scale=True),
     "direct, 3 stages": dict(config=HopperConfig(stages=3)),
+    "direct, exact decode only": dict(config=HopperConfig(fast_decode=False)),
 }
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")
 
@@ -62,11 +65,19 @@ def resources(cubin: bytes) -> dict:
             "static_shared": fields["SHARED"], "sass": sass}
 
 
+def hot_loop(sass: str) -> list[str]:
+    """The first loop (in address order) with MMAs: the page loop the kernel runs (the exact fallback comes after)."""
+    found = [body for body in loops(sass) if any(" HMMA" in f" {text}" for text in body)]
+    if not found:
+        raise RuntimeError("no loop with HMMA found in the SASS")
+    return found[0]
+
+
 def report(variant: dict) -> dict:
     kernel = compile_for_sm90(**variant)
     found = resources(kernel.asm["cubin"])
     sass = found.pop("sass")
-    body = main_loop(sass)
+    body = hot_loop(sass)
     ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] for text in body)
     all_ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)).split()[0].split(".")[0]
                                   for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass))

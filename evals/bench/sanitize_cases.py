@@ -6,7 +6,7 @@ Exits non-zero if an op raises; the sanitizer reports out-of-bounds / misaligned
 import torch
 
 import atom_mxfp4.kernels.triton as tb
-from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES
+from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES, SCALE_OFFSET
 
 DEV = torch.device("cuda")
 RECORD = RECORD_BYTES
@@ -54,7 +54,12 @@ def main():
             out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
             hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None,
                              plan=plan)
-        ran += ", Hopper pa_decode (direct, split, a larger plan)"
+        far = k.clone()  # every scale byte outside the one-multiply window: every program takes the exact pass too
+        far[:, :, SCALE_OFFSET:] = 200
+        for splits in (1, 2):
+            hopper.pa_decode(out, q[:5].contiguous(), far, v, tables, lens, softmax_scale=0.088, query_scale=None,
+                             plan=hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits))
+        ran += ", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass)"
     else:
         ran += f"; Hopper pa_decode not run: {why}"
     torch.cuda.synchronize()

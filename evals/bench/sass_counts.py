@@ -115,20 +115,24 @@ def index_counts(index_k_dtype: str, asm: bool) -> dict:
     return {"instructions": sum(ops.values()), "ops": dict(ops), "shared": kernel.metadata.shared}
 
 
+def _instructions(sass: str) -> list[tuple[int, str]]:
+    return [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+
+
+def loops(sass: str) -> list[list[str]]:
+    """The instructions of every span closed by a backward branch, in address order."""
+    instructions = _instructions(sass)
+    spans = sorted((int(branch.group(1), 16), address) for address, text in instructions
+                   if (branch := re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)) and int(branch.group(1), 16) < address)
+    return [[text for address, text in instructions if begin <= address <= end] for begin, end in spans]
+
+
 def main_loop(sass: str) -> list[str]:
     """Instructions of the largest span closed by a backward branch."""
-    instructions = [(int(m.group(1), 16), m.group(2).strip())
-                    for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
-    best = None
-    for address, text in instructions:
-        branch = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
-        if branch and int(branch.group(1), 16) < address:
-            span = (int(branch.group(1), 16), address)
-            if best is None or span[1] - span[0] > best[1] - best[0]:
-                best = span
-    if best is None:
+    found = loops(sass)
+    if not found:
         raise RuntimeError("no backward branch found in the SASS")
-    return [text for address, text in instructions if best[0] <= address <= best[1]]
+    return max(found, key=len)
 
 
 def loop_counts(config: decode.DecodeConfig) -> tuple[LoopCounts, str]:

@@ -44,37 +44,53 @@ K_PAIR_OFFSETS = ((0, 2), (1, 3), (4, 6), (5, 7))
 V_PAIR_OFFSETS = tuple(2 * beta + nib for beta in range(4) for nib in range(2))
 
 
-def _pair(x: str, nibble: str, scale: str, out: str) -> list[str]:
+def _pair(x: str, nibble: str, scale: str, out: str, fast: bool) -> list[str]:
     mask, spread = NIBBLE[nibble]
-    return [f"and.b32 t, {x}, {mask:#010x};", f"mul.lo.u32 t, t, {spread:#x};", f"and.b32 t, t, {BF16_FIELDS:#010x};",
-            "mul.rn.bf16x2 t, t, c;", f"mul.rn.bf16x2 {out}, t, {scale};"]
+    place = [f"and.b32 t, {x}, {mask:#010x};", f"mul.lo.u32 t, t, {spread:#x};", f"and.b32 t, t, {BF16_FIELDS:#010x};"]
+    if fast:  # the scale pair carries the 2**126 and the window shift: one multiply
+        return place + [f"mul.rn.bf16x2 {out}, t, {scale};"]
+    return place + ["mul.rn.bf16x2 t, t, c;", f"mul.rn.bf16x2 {out}, t, {scale};"]
 
 
-def _k_asm() -> str:
-    """$0..$3 = the 4 bf16x2 pairs (K_PAIR_OFFSETS) of word $4; $5 = (scale, scale) bf16x2."""
-    lines = ["{", ".reg .b32 x, t, c;", f"mov.b32 c, {BF16X2_2_126:#010x};"]
+def _prologue(fast: bool) -> list[str]:
+    return ["{", ".reg .b32 x, t;"] if fast else ["{", ".reg .b32 x, t, c;", f"mov.b32 c, {BF16X2_2_126:#010x};"]
+
+
+def _k_asm(fast: bool) -> str:
+    """$0..$3 = the 4 bf16x2 pairs (K_PAIR_OFFSETS) of word $4; $5 = (scale, scale) bf16x2 (``fast``: the window
+    scale pair, see ``window_scale_bf16x2``)."""
+    lines = _prologue(fast)
     for half, selector in enumerate(K_PAIR_SELECTORS):
         lines.append(f"prmt.b32 x, $4, 0, {selector:#06x};")
-        lines += _pair("x", "lo", "$5", f"${2 * half}")
-        lines += _pair("x", "hi", "$5", f"${2 * half + 1}")
+        lines += _pair("x", "lo", "$5", f"${2 * half}", fast)
+        lines += _pair("x", "hi", "$5", f"${2 * half + 1}", fast)
     return "\n".join(lines + ["}"])
 
 
-def _v_asm() -> str:
+def _v_asm(fast: bool) -> str:
     """$0..$7 = (even, odd) bf16x2 of element 2 beta + nib of words $8 (even token) / $9 (odd token); $10 = (even
-    scale, odd scale) bf16x2."""
-    lines = ["{", ".reg .b32 x, t, c;", f"mov.b32 c, {BF16X2_2_126:#010x};"]
+    scale, odd scale) bf16x2 (``fast``: window scale pairs)."""
+    lines = _prologue(fast)
     for beta in range(4):
         # byte beta of $8 into bytes 0, 1 (lane 0) and byte beta of $9 into bytes 2, 3 (lane 1)
         selector = beta | beta << 4 | (4 + beta) << 8 | (4 + beta) << 12
         lines.append(f"prmt.b32 x, $8, $9, {selector:#06x};")
-        lines += _pair("x", "lo", "$10", f"${2 * beta}")
-        lines += _pair("x", "hi", "$10", f"${2 * beta + 1}")
+        lines += _pair("x", "lo", "$10", f"${2 * beta}", fast)
+        lines += _pair("x", "hi", "$10", f"${2 * beta + 1}", fast)
     return "\n".join(lines + ["}"])
 
 
-K_DECODE_ASM = gl.constexpr(_k_asm())
-V_DECODE_ASM = gl.constexpr(_v_asm())
+P_WINDOW_ASM = gl.constexpr("\n".join(["{", ".reg .b32 c;", f"mov.b32 c, {L.BF16X2_WINDOW:#010x};",
+                                        "mul.rn.bf16x2 $0, $1, c;", "}"]))
+K_DECODE_ASM = gl.constexpr(_k_asm(False))
+V_DECODE_ASM = gl.constexpr(_v_asm(False))
+K_FAST_ASM = gl.constexpr(_k_asm(True))
+V_FAST_ASM = gl.constexpr(_v_asm(True))
+# the one-multiply decode (docs/hopper.md "One multiply per pair"): Q and P carry 2**WINDOW_SHIFT, the decoded K and V
+# 2**-WINDOW_SHIFT, so every product of both MMAs is unchanged
+WINDOW_PAIR_BIAS = gl.constexpr(L.WINDOW_PAIR_BIAS)
+WINDOW_FACTOR = gl.constexpr(float(2 ** L.WINDOW_SHIFT))
+BYTE_TOPS = gl.constexpr(0x80808080 - 2 ** 32)  # bit 7 of every byte, as an int32
 K_CHAIN_SHAPE = gl.constexpr(L.K_CHAIN_SHAPE)
 K_CHAIN_ORDER = gl.constexpr(L.K_CHAIN_ORDER)
 V_CHAIN_SHAPE = gl.constexpr(L.V_CHAIN_SHAPE)
@@ -118,11 +134,49 @@ def scale_bf16x2(low_byte, high_byte):
 
 
 @gluon.jit
-def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr):
+def window_scale_bf16x2(low_byte, high_byte):
+    """e8m0 bytes -> the scale pair of the one-multiply decode: bf16x2 (2**(low - 64), 2**(high - 64)) = 2**126 x the
+    scale x 2**-WINDOW_SHIFT, exact for bytes <= layout.WINDOW_HIGH (and 0: zero-filled tokens decode to +0)."""
+    return scale_bf16x2(low_byte, high_byte) + WINDOW_PAIR_BIAS
+
+
+@gluon.jit
+def window_misses(scale_words):
+    """int32 words of 4 e8m0 bytes -> bit 7 of each byte set where the byte is outside the one-multiply decode's
+    window (layout.window_miss): in [1, WINDOW_LOW - 1] or in [WINDOW_HIGH + 1, 255]; 0 is inside (zero-filled
+    tokens). Callers OR the results together and test ``& 0x80808080`` once at the end."""
+    high = scale_words & (scale_words << 1)  # bits 7 and 6 both set: >= 192
+    borrow = (scale_words | BYTE_TOPS) - 0x01010101  # per byte b | 0x80 minus 1: no borrow crosses a byte
+    low = ~scale_words & borrow & ~(borrow << 1)  # b < 128, b != 0 and bit 6 of b - 1 clear: 1 <= b <= 64
+    return high | low
+
+
+@gluon.jit
+def window_query(q):
+    """Q (bf16) x 2**WINDOW_SHIFT, exact while |q| < 2**(128 - WINDOW_SHIFT) (the caller checks WINDOW_QUERY_MAX)."""
+    return (q.to(gl.float32) * WINDOW_FACTOR).to(gl.bfloat16)
+
+
+@gluon.jit
+def window_probabilities(p):
+    """P (bf16, <= 1) x 2**WINDOW_SHIFT in bf16x2 (exact: a power of two, no overflow, the result is normal)."""
+    return gl.inline_asm_elementwise(P_WINDOW_ASM, "=r,r", [p],
+                                     dtype=gl.bfloat16, is_pure=True, pack=2)
+
+
+@gluon.jit
+def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr, FAST: gl.constexpr):
     """words int32 [4, 32, 4, 4] (layout.K_WORDS_BASES), scale_pair int32 same shape and layout ((s, s) bf16x2 of the
-    word's 32-block) -> K^T bf16 [4, 128, 32] in ``operand_layout`` (row k = head dim layout.qk_dim(k))."""
-    p0, p1, p2, p3 = gl.inline_asm_elementwise(K_DECODE_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
-                                               dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
+    word's 32-block; FAST: ``window_scale_bf16x2``) -> K^T bf16 [4, 128, 32] in ``operand_layout`` (row k = head dim
+    layout.qk_dim(k)); FAST: the values x 2**-WINDOW_SHIFT."""
+    if FAST:
+        p0, p1, p2, p3 = gl.inline_asm_elementwise(K_FAST_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
+                                                   dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
+                                                   pack=1)
+    else:
+        p0, p1, p2, p3 = gl.inline_asm_elementwise(K_DECODE_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
+                                                   dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
+                                                   pack=1)
     pairs = gl.join(gl.join(unpack_bf16x2(p0), unpack_bf16x2(p1)), gl.join(unpack_bf16x2(p2), unpack_bf16x2(p3)))
     kt = gl.permute(gl.reshape(pairs, K_CHAIN_SHAPE.value), K_CHAIN_ORDER.value)
     kt = gl.reshape(kt, [WARPS, HEAD_DIM, TOKENS_PER_WARP])
@@ -130,13 +184,20 @@ def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr):
 
 
 @gluon.jit
-def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.constexpr):
+def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.constexpr, FAST: gl.constexpr):
     """even / odd words int32 [4, 16, 8, 2] (token 32 w + 2 p + {0, 1}, chunk g, word), scale_pair int32 same shape
-    ((even, odd) bf16x2 of the chunk's 32-block) -> V bf16 [4, 32, 128] in ``operand_layout`` (column n = head dim
-    layout.pv_dim(n))."""
-    r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
-        V_DECODE_ASM, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
-        dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
+    ((even, odd) bf16x2 of the chunk's 32-block; FAST: ``window_scale_bf16x2``) -> V bf16 [4, 32, 128] in
+    ``operand_layout`` (column n = head dim layout.pv_dim(n)); FAST: the values x 2**-WINDOW_SHIFT."""
+    if FAST:
+        r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
+            V_FAST_ASM, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
+            dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
+            pack=1)
+    else:
+        r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
+            V_DECODE_ASM, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
+            dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
+            pack=1)
     beta0 = gl.join(unpack_bf16x2(r0), unpack_bf16x2(r1))  # [..., par, nib]
     beta1 = gl.join(unpack_bf16x2(r2), unpack_bf16x2(r3))
     beta2 = gl.join(unpack_bf16x2(r4), unpack_bf16x2(r5))

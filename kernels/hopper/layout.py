@@ -95,6 +95,28 @@ PV_DIM_BITS = (4, 5, 6, 0, 1, 2, 3)
 OUT_COLUMNS_SHAPE = [BLOCK_H, 16, 8]
 OUT_COLUMNS_ORDER = [0, 2, 1]
 
+# ---- the one-multiply decode ("window"; docs/hopper.md "One multiply per pair") --------------------------------------
+# The exact decode multiplies each placed pair (e2m1 x 2**-126) by 2**126 and by the scale 2**(e - 127). The window
+# decode multiplies once, by 2**(e - 127 + 126 - WINDOW_SHIFT) = 2**(e - 64): the decoded K and V are the exact values
+# x 2**-WINDOW_SHIFT, and Q and P are scaled by 2**WINDOW_SHIFT (exactly), so every product of both MMAs, hence every
+# logit and output bit, equals the exact decode's. That holds while the one constant stays a normal bf16 and the
+# decoded values stay normal: scale bytes in [WINDOW_LOW, WINDOW_HIGH] (block scales 2**-62 .. 2**64), plus 0 (the
+# zero-filled tokens past the context: code 0 decodes to +0 under any scale), and |q| < WINDOW_QUERY_MAX. A program that
+# sees anything else (any byte of a page's scale words it streams, any query element) redoes its pages with the exact
+# decode, so every input gives the same answer.
+WINDOW_SHIFT = 63
+WINDOW_LOW = 65  # 0.5 x 2**(65 - 190) = 2**-126: the smallest decoded magnitude is a normal bf16
+WINDOW_HIGH = 191  # 2**(191 - 64) = 2**127: the largest scale constant that is a bf16
+WINDOW_PAIR_BIAS = (WINDOW_SHIFT << 7) | (WINDOW_SHIFT << 23)  # added to (e << 7 | e << 23): bf16x2 2**(e - 64)
+WINDOW_QUERY_MAX = 2.0 ** 64  # |q| x 2**63 < 2**127: no bf16 overflow
+BF16X2_WINDOW = ((WINDOW_SHIFT + 127) << 7) * 0x10001  # bf16x2 (2**63, 2**63)
+
+
+def window_miss(byte: int) -> bool:
+    """Whether the one-multiply decode cannot take this scale byte (what _decode.window_misses flags)."""
+    return byte != 0 and not WINDOW_LOW <= byte <= WINDOW_HIGH
+
+
 # ---- shared memory ring and the global -> shared copies --------------------------------------------------------------
 # per stage: K codes [128, 16] + K scales [128] + V codes [128, 16] + V scales [128] int32 words = 17408 B
 STAGE_BYTES = 2 * RECORD_BYTES

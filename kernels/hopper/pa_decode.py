@@ -11,7 +11,10 @@ Sentinels / guarantees:
 - ``context_lens[r] == 0`` writes zeros;
 - non-finite logits follow docs/api.md: a NaN or +inf logit of an attended token makes that head's row NaN, a -inf
   logit gives its token weight 0, a row whose logits are all -inf is NaN (0 / 0).
-Structure (docs/hopper.md): one program = 4 warps per (row, split); the page records stream through a ring of
+Decode (docs/hopper.md "One multiply per pair"): by default one multiply per bf16x2 pair, K and V decoded x 2**-63
+and Q, P x 2**63 (the same products, the same bits) while every scale byte the program streams is 0 or in
+[65, 191] and |q| < 2**64; a program that sees anything else redoes its pages with the exact two-multiply decode.
+Structure: one program = 4 warps per (row, split); the page records stream through a ring of
 ``HopperConfig.stages`` shared-memory stages with ``cp.async`` (commit / wait groups, one CTA barrier per page);
 each warp decodes its 32 tokens of the page straight into the B-operand registers of ``mma.sync`` (``_decode``),
 keeps its own online softmax, and feeds P to the P.V product from the QK accumulator registers. The 4 warps merge
@@ -39,7 +42,8 @@ from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checke
 
 from . import NAME
 from . import layout as L
-from ._decode import decode_k_operand, decode_v_operand, scale_bf16x2
+from ._decode import (BYTE_TOPS, decode_k_operand, decode_v_operand, scale_bf16x2, window_misses, window_probabilities,
+                      window_query, window_scale_bf16x2)
 
 LOG2E = 1.4426950408889634
 
@@ -69,6 +73,7 @@ Q_LOAD = gl.constexpr(gl.BlockedLayout([1, 8], [2, 16], [L.WARPS, 1], [1, 0]))  
 Q_BITS_SHAPE = gl.constexpr(L.Q_BITS_SHAPE)
 Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
 MERGE = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [16, 128] fp32
+WINDOW_QUERY_MAX = gl.constexpr(L.WINDOW_QUERY_MAX)
 
 
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
@@ -122,39 +127,42 @@ def _q_operand(q):
 
 
 @gluon.jit
-def _k_operand(k_codes, k_scales, slot):
+def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr):
     """K^T of ring slot ``slot`` as the B operand of Q.K^T [4 warps, 128 (head dim layout.qk_dim(k)), 32 tokens]:
-    words [w, n, c, j] + the scale byte of chunk c of each token, decoded in the registers that loaded them."""
+    words [w, n, c, j] + the scale byte of chunk c of each token, decoded in the registers that loaded them (FAST:
+    the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
     k_words = k_codes.index(slot).reshape(L.K_WORDS_SHAPE).load(K_WORDS)
     k_scale_layout: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, K_WORDS))
     k_scale_words = k_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP]).load(k_scale_layout)
     chunk = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, K_WORDS))))
     k_scale = (k_scale_words[:, :, None] >> (8 * chunk[None, None, :])) & 0xFF
-    k_pair = scale_bf16x2(k_scale, k_scale)
-    return decode_k_operand(k_words, gl.broadcast(k_pair[:, :, :, None], k_words)[0], B_OPERAND)
+    k_pair = window_scale_bf16x2(k_scale, k_scale) if FAST else scale_bf16x2(k_scale, k_scale)
+    return decode_k_operand(k_words, gl.broadcast(k_pair[:, :, :, None], k_words)[0], B_OPERAND, FAST)
 
 
 @gluon.jit
-def _v_operand(v_codes, v_scales, slot):
+def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
     """V of ring slot ``slot`` as the B operand of P.V [4 warps, 32 tokens, 128 (head dim layout.pv_dim(n))]: words
-    [w, p, par, g, word], the token parity split into (even, odd) words, decoded in the registers that loaded them."""
+    [w, p, par, g, word], the token parity split into (even, odd) words, decoded in the registers that loaded them
+    (FAST: the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
     v_words = gl.permute(v_codes.index(slot).reshape(L.V_WORDS_SHAPE).load(V_WORDS), V_PARITY_LAST.value)
     v_scale_words = v_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP // 2, 2]).load(
         gl.SliceLayout(3, gl.SliceLayout(4, V_WORDS)))
     group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
     v_scale = (v_scale_words[:, :, :, None] >> (8 * (group8[None, None, None, :] >> 1))) & 0xFF  # [w, p, par, g]
     v_scale_even, v_scale_odd = gl.split(gl.permute(v_scale, [0, 1, 3, 2]))
-    v_pair = scale_bf16x2(v_scale_even, v_scale_odd)  # [w, p, g]
+    v_pair = (window_scale_bf16x2(v_scale_even, v_scale_odd) if FAST
+              else scale_bf16x2(v_scale_even, v_scale_odd))  # [w, p, g]
     even_words, odd_words = gl.split(v_words)
     v_pair = gl.convert_layout(v_pair, gl.SliceLayout(3, even_words.type.layout), assert_trivial=True)
     v_pair = gl.broadcast(v_pair[:, :, :, None], even_words)[0]
-    return decode_v_operand(even_words, odd_words, v_pair, B_OPERAND)
+    return decode_v_operand(even_words, odd_words, v_pair, B_OPERAND, FAST)
 
 
 @gluon.jit
-def _logits(q, slot, first_token, context, scale, k_codes, k_scales):
+def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.constexpr):
     """Q.K^T of ring slot ``slot`` (tokens first_token + 32 w + n of warp w) in log2 units; tokens >= context: -inf."""
-    logits = mma_v2(q, _k_operand(k_codes, k_scales, slot),
+    logits = mma_v2(q, _k_operand(k_codes, k_scales, slot, FAST),
                     gl.zeros([WARPS, BLOCK_H, TOKENS_PER_WARP], gl.float32, MMA)) * scale
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, MMA)))
     token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, gl.SliceLayout(1, MMA)))
@@ -163,44 +171,35 @@ def _logits(q, slot, first_token, context, scale, k_codes, k_scales):
 
 
 @gluon.jit
-def _p_operand(p):
-    """P (fp32, the QK accumulator layout) as the A operand of P.V: rounded to bf16 in the registers as they are."""
-    return gl.convert_layout(p.to(gl.bfloat16), A_OPERAND, assert_trivial=True)
+def _p_operand(p, FAST: gl.constexpr):
+    """P (fp32, the QK accumulator layout) as the A operand of P.V: rounded to bf16 in the registers as they are
+    (FAST: then x 2**WINDOW_SHIFT, exactly, for the one-multiply V)."""
+    p = p.to(gl.bfloat16)
+    if FAST:
+        p = window_probabilities(p)
+    return gl.convert_layout(p, A_OPERAND, assert_trivial=True)
 
 
 @gluon.jit
-def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales):
+def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales,
+                 FAST: gl.constexpr):
     """One page (ring slot ``slot``): per warp, logits of its 32 tokens, online softmax update, P.V accumulate."""
-    logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales)
+    logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales, FAST)
     m_new = gl.maximum(m_i, gl.max(logits, axis=2))
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
     alpha = gl.exp2(m_i - m_safe)
     p = gl.exp2(logits - m_safe[:, :, None])
     l_i = l_i * alpha + gl.sum(p, axis=2)
-    acc = mma_v2(_p_operand(p), _v_operand(v_codes, v_scales, slot), acc * alpha[:, :, None])
+    acc = mma_v2(_p_operand(p, FAST), _v_operand(v_codes, v_scales, slot, FAST), acc * alpha[:, :, None])
     return m_new, l_i, acc
 
 
 @gluon.jit
-def _pa_decode_kernel(
-    out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
-    part_out_ptr, part_lse_ptr, counters_ptr,
-    table_stride, group, pages_per_split, num_splits, logit_scale,
-    HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-):
-    gl.static_assert(STAGES >= 2)
-    row = gl.program_id(0).to(gl.int64)
-    split = gl.program_id(1)
-    context = gl.load(context_lens_ptr + row)
-    num_pages = gl.cdiv(context, PAGE)
-    page_begin = split * pages_per_split
-    page_end = gl.minimum(page_begin + pages_per_split, num_pages)
-    table_base = row * table_stride
-
-    k_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
-    k_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
-    v_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
-    v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
+def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context, page_begin, page_end, scale,
+            k_codes, k_scales, v_codes, v_scales, STAGES: gl.constexpr, FAST: gl.constexpr):
+    """Pages [page_begin, page_end) of the row through the ring -> per warp (m, l, O) and whether the pass was exact:
+    always with FAST False; with FAST (the one-multiply decode) only if every scale byte streamed and every query
+    element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 pages in flight
         _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, table_base, page_begin + s, page_end), context,
                     page_begin + s, page_end, s, k_codes, k_scales, v_codes, v_scales)
@@ -210,10 +209,14 @@ def _pa_decode_kernel(
     next_id = _page_id(tables_ptr, table_base, page_begin + STAGES - 1, page_end)
 
     q = _load_query(q_ptr, row, group)
+    misses = gl.zeros([PAGE], gl.int32, COPY_SCALES)  # the window check: bit 7 of a byte = a scale byte outside
+    if FAST:  # a query element outside the window counts as a miss (one register live over the loop, not two)
+        magnitude = gl.abs(q.to(gl.float32))
+        q_outside = gl.max(gl.max(((magnitude >= WINDOW_QUERY_MAX) & (magnitude < float("inf"))).to(gl.int32),
+                                  axis=1), axis=0)
+        misses = misses + gl.where(q_outside > 0, BYTE_TOPS, 0)
+        q = window_query(q)
     q = _q_operand(q)  # once per program: the loop reads the operand registers as they are
-    scale = logit_scale
-    if HAS_QUERY_SCALE:
-        scale = scale * gl.load(query_scale_ptr + row)
     m_i = gl.full([WARPS, BLOCK_H], float("-inf"), gl.float32, ROWS_MMA)
     l_i = gl.zeros([WARPS, BLOCK_H], gl.float32, ROWS_MMA)
     acc = gl.zeros([WARPS, BLOCK_H, HEAD_DIM], gl.float32, MMA)
@@ -225,9 +228,60 @@ def _pa_decode_kernel(
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
         next_id = _page_id(tables_ptr, table_base, page_index + STAGES, page_end)
+        if FAST:  # each thread checks the K and V scale words of one token of the page
+            misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
+                | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
         m_i, l_i, acc = _attend_page(q, i % STAGES, page_index, context, scale, m_i, l_i, acc,
-                                     k_codes, k_scales, v_codes, v_scales)
+                                     k_codes, k_scales, v_codes, v_scales, FAST)
     async_copy.wait_group(0)  # no copy may still write the ring when the program's shared memory is reused
+    exact = True
+    if FAST:
+        exact = gl.max(((misses & BYTE_TOPS) != 0).to(gl.int32), axis=0) == 0
+    return m_i, l_i, acc, exact
+
+
+@gluon.jit
+def _program_pages(context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale,
+                   HAS_QUERY_SCALE: gl.constexpr):
+    """(row, context, page_begin, page_end, table_base, logit scale) of this program (row, split)."""
+    row = gl.program_id(0).to(gl.int64)
+    context = gl.load(context_lens_ptr + row)
+    page_begin = gl.program_id(1) * pages_per_split
+    page_end = gl.minimum(page_begin + pages_per_split, gl.cdiv(context, PAGE))
+    scale = logit_scale
+    if HAS_QUERY_SCALE:
+        scale = scale * gl.load(query_scale_ptr + row)
+    return row, context, page_begin, page_end, row * table_stride, scale
+
+
+@gluon.jit
+def _pa_decode_kernel(
+    out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
+    part_out_ptr, part_lse_ptr, counters_ptr,
+    table_stride, group, pages_per_split, num_splits, logit_scale,
+    HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, FAST_DECODE: gl.constexpr,
+):
+    gl.static_assert(STAGES >= 2)
+    k_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
+    k_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
+    v_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
+    v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
+    row, context, page_begin, page_end, table_base, scale = _program_pages(
+        context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE)
+    m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context, page_begin,
+                                   page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE)
+    if FAST_DECODE:
+        if not exact:  # a scale byte or a query element outside the window: the same pages with the exact decode
+            _cta_barrier()  # every warp is done with the ring
+            # the program's values are derived again rather than kept live over the hot loop (a spilled register)
+            row, context, page_begin, page_end, table_base, scale = _program_pages(
+                context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE)
+            m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context,
+                                       page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES,
+                                       False)
+    row = gl.program_id(0).to(gl.int64)
+    split = gl.program_id(1)
+    context = gl.load(context_lens_ptr + row)
 
     # ---- merge the 4 warps' (m, l, O) of each head
     m_all = gl.max(m_i, axis=0)  # [16]
@@ -323,6 +377,8 @@ class HopperConfig:
     programs_per_sm: int = 3
     maxnreg: int | None = 168  # the direct kernel's own count: keeps the query_scale variant (191 uncapped) at 3
     # programs per SM without spills (evals/bench/hopper_sass.py; a 128 cap spills 120 B of stack)
+    fast_decode: bool = True  # the one-multiply decode with its exact fallback (layout.WINDOW_*); False: the exact
+    # decode only (same bits; tests compare the two, benchmarks measure the difference)
 
 
 DEFAULT_CONFIG = HopperConfig()
@@ -460,7 +516,8 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         out, q, k_words, v_words, tables, context_lens, query_scale_arg,
         plan.part_out if split else out, plan.part_lse if split else out, plan.counters if split else out,
         width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
-        HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, num_warps=NUM_WARPS,
+        HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, FAST_DECODE=cfg.fast_decode,
+        num_warps=NUM_WARPS,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     return out
@@ -472,7 +529,7 @@ SIGNATURE = {
     "context_lens_ptr": "*i32", "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32",
     "counters_ptr": "*i32",
     "table_stride": "i32", "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
-    "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr",
+    "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "FAST_DECODE": "constexpr",
 }
 
 
@@ -484,7 +541,8 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "STAGES": config.stages}
+    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "STAGES": config.stages,
+                 "FAST_DECODE": config.fast_decode}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     options = {"num_warps": NUM_WARPS, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}

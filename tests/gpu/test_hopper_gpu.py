@@ -1,7 +1,10 @@
 """The Hopper (Gluon) backend on an sm_90 GPU (marker ``gpu``; skipped without one). Not yet run: written for the H200.
 
 - the decoded MMA operands, stored from their registers, bit for bit against ``format.dequantize_mxfp4`` at the
-  (token, head dim) of the lane map (every code byte, scale bytes 1..254);
+  (token, head dim) of the lane map (every code byte, scale bytes 1..254; the one-multiply decode: x 2**-63 over its
+  window);
+- the one-multiply pass gives the exact pass's bits (``HopperConfig(fast_decode=False)``), and a program that meets a
+  scale byte or a query element outside the window takes the exact pass (bit for bit the exact-only kernel);
 - pa_decode against the fp64 oracle (tests/_helpers.attention_rows) and the torch backend, with the tolerance of
   tests/gpu/test_triton_gpu.py: irregular context lengths (0, 1, partial pages, full tables), GQA groups 16 and 7,
   split and direct paths, bf16 and e4m3 queries, query_scale; every byte the rows do not own is poison (random codes
@@ -65,9 +68,9 @@ def _case(gen, rows, group, width, lens, q_dtype=torch.bfloat16):
     return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
 
 
-def _run(q, k, v, tables, lens, scale, query_scale=None, num_splits=None):
+def _run(q, k, v, tables, lens, scale, query_scale=None, num_splits=None, config=None):
     rows, group, _ = q.shape
-    plan = hopper_backend.make_plan(rows, tables.shape[1], group, DEV, num_splits=num_splits)
+    plan = hopper_backend.make_plan(rows, tables.shape[1], group, DEV, num_splits=num_splits, config=config)
     out = torch.full((rows, group, L.HEAD_DIM), float("nan"), dtype=torch.bfloat16, device=DEV)
     qs = query_scale.to(DEV) if isinstance(query_scale, torch.Tensor) else query_scale
     hopper_backend.pa_decode(out, q.to(DEV), k.to(DEV), v.to(DEV), tables.to(DEV), lens.to(DEV),
@@ -96,7 +99,7 @@ def _check(got, ref, lens):
 
 # ---- the decode, register by register ------------------------------------------------------------------------------
 @gluon.jit
-def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_ptr):
+def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_ptr, FAST: gl.constexpr):
     """Copy page 0 of the table as pa_decode does, decode both operands, store them [w, k, n] from their registers."""
     k_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
     k_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
@@ -107,12 +110,12 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     async_copy.commit_group()
     async_copy.wait_group(0)
     P._cta_barrier()
-    kt = P._k_operand(k_codes, k_scales, 0)  # [4, 128, 32]
+    kt = P._k_operand(k_codes, k_scales, 0, FAST)  # [4, 128, 32]
     w = gl.arange(0, 4, layout=gl.SliceLayout(1, gl.SliceLayout(2, P.B_OPERAND)))
     k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, P.B_OPERAND)))
     n = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, P.B_OPERAND)))
     gl.store(kt_ptr + w[:, None, None] * 4096 + k[None, :, None] * 32 + n[None, None, :], kt)
-    v = P._v_operand(v_codes, v_scales, 0)  # [4, 32, 128]
+    v = P._v_operand(v_codes, v_scales, 0, FAST)  # [4, 32, 128]
     t = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, P.B_OPERAND)))
     c = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, P.B_OPERAND)))
     gl.store(v_out_ptr + w[:, None, None] * 4096 + t[None, :, None] * 128 + c[None, None, :], v)
@@ -136,7 +139,32 @@ def test_decoded_operands_bit_exact():
         kt = torch.empty(4, 128, 32, dtype=torch.bfloat16, device=DEV)
         v = torch.empty(4, 32, 128, dtype=torch.bfloat16, device=DEV)
         tables = torch.zeros(1, dtype=torch.int32, device=DEV)
-        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, num_warps=L.WARPS)
+        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, False, num_warps=L.WARPS)
+        assert torch.equal(kt.cpu().view(torch.int16), ref[32 * w + n, qk_dim[k]])
+        assert torch.equal(v.cpu().view(torch.int16), ref[32 * wv + t, pv_dim[c]])
+
+
+def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_63():
+    from atom_mxfp4.format import dequantize_mxfp4
+    from atom_mxfp4.layout import data_view, scale_view
+
+    gen = torch.Generator().manual_seed(4)
+    qk_dim = torch.tensor([L.qk_dim(k) for k in range(L.HEAD_DIM)])
+    pv_dim = torch.tensor([L.pv_dim(n) for n in range(L.HEAD_DIM)])
+    w, k, n = torch.meshgrid(torch.arange(4), torch.arange(128), torch.arange(32), indexing="ij")
+    wv, t, c = torch.meshgrid(torch.arange(4), torch.arange(32), torch.arange(128), indexing="ij")
+    inside = torch.tensor([0] + list(range(L.WINDOW_LOW, L.WINDOW_HIGH + 1)), dtype=torch.uint8)
+    for page in range(4):  # every code byte in every position, every scale byte of the window over the pages
+        rec = torch.empty(1, 1, L.RECORD_BYTES, dtype=torch.uint8)
+        rec[0, 0, :L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten()
+        rec[0, 0, L.SCALE_OFFSET:] = inside[(torch.arange(512) + 128 * page) % len(inside)]
+        exact = dequantize_mxfp4(data_view(rec)[0, 0], scale_view(rec)[0, 0], torch.float32)
+        ref = (exact * 2.0 ** -L.WINDOW_SHIFT).bfloat16().view(torch.int16)  # exact: normal or zero
+        words = rec.to(DEV).view(torch.int32)
+        kt = torch.empty(4, 128, 32, dtype=torch.bfloat16, device=DEV)
+        v = torch.empty(4, 32, 128, dtype=torch.bfloat16, device=DEV)
+        tables = torch.zeros(1, dtype=torch.int32, device=DEV)
+        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, True, num_warps=L.WARPS)
         assert torch.equal(kt.cpu().view(torch.int16), ref[32 * w + n, qk_dim[k]])
         assert torch.equal(v.cpu().view(torch.int16), ref[32 * wv + t, pv_dim[c]])
 
@@ -161,6 +189,48 @@ def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
     torch_backend.pa_decode(ref, q, k, v, tables, context_lens, softmax_scale=scale, query_scale=None, plan=None)
     ref = ref.float().numpy()
     assert np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30) < ATTN_REL_TOL
+
+
+EXACT_ONLY = P.HopperConfig(fast_decode=False)
+
+
+@pytest.mark.parametrize("rows,width,splits", [(37, 33, None), (300, 16, None), (5, 65, 9), (3, 2, 2)])
+def test_one_multiply_pass_gives_the_exact_pass_bits(rows, width, splits):
+    """Scales 122..132 (inside the window), poison past every context: the default kernel takes the one-multiply pass
+    (hopper_bench times it against the exact-only kernel) and must give the same bits."""
+    gen = torch.Generator().manual_seed(31 + rows)
+    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
+    lens[0] = width * 128
+    case = _case(gen, rows, 16, width, lens)
+    fast, _ = _run(*case, 0.09, num_splits=splits)
+    exact, _ = _run(*case, 0.09, num_splits=splits, config=EXACT_ONLY)
+    assert np.array_equal(fast, exact)
+    _check(fast, _oracle(*case, 0.09), lens)
+
+
+@pytest.mark.parametrize("splits", [1, 4])
+def test_a_program_outside_the_window_takes_the_exact_pass(splits):
+    """Owned tokens whose scale bytes the one-multiply decode cannot take (200: its constant overflows; 30: the values
+    underflow), and a query element of 2**70: those programs must redo their pages exactly (bit for bit the exact-only
+    kernel; the one-multiply values would be Inf / NaN / 0 there); the other rows stay on the fast pass."""
+    rows, group, width = 6, 16, 8
+    gen = torch.Generator().manual_seed(23)
+    lens = [1024, 700, 1024, 300, 1024, 513]
+    q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
+    scale_at = lambda row, token: (int(tables[row, token // 128]), L.SCALE_OFFSET + (token % 128) * 4)  # noqa: E731
+    page, at = scale_at(0, 900)
+    k[page, 0, at + 1] = 200  # one K block of one token, of the row's last split
+    for token in range(700):  # row 1: every token's V block 2 at scale 2**-97: the exact output there is ~1e-29
+        page, at = scale_at(1, token)
+        v[page, 0, at + 2] = 30
+    page, at = scale_at(3, 5)
+    v[page, 0, at] = 255  # a NaN scale in an owned token: NaN through both passes
+    q[4, 2, 17] = 2.0 ** 70
+    got, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits)
+    want, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits, config=EXACT_ONLY)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isfinite(got[[0, 1, 2, 4, 5]]).all() and (got[1, :, 64:96] != 0).any()
+    assert np.isnan(got[3]).any()
 
 
 @pytest.mark.parametrize("query_scale", ["tensor", "number"])
