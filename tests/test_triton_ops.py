@@ -20,7 +20,8 @@ import pytest  # noqa: E402
 import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
 import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
 from atom_mxfp4.format import ScaleMode, quantize_mxfp4  # noqa: E402
-from atom_mxfp4.layout import RECORD_BYTES as RECORD, qkv_width  # noqa: E402
+from atom_mxfp4.kernels.triton.qknorm_rope_write import WriteConfig, write_config  # noqa: E402
+from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES as RECORD, qkv_width  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _helpers import ATTN_REL_TOL, attention_rows, garbage_records, random_codes  # noqa: E402
@@ -48,15 +49,16 @@ def _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages):
     return qkv, positions, weights, cos_sin, slots
 
 
-def _run_write(backend, inputs, nq, nkv, niq, rotary_dim, pages, mode, q_dtype, poison):
+def _run_write(backend, inputs, nq, nkv, niq, rotary_dim, pages, mode, q_dtype, poison, ik_poison=None, **kw):
+    """kw: index_k_dtype, and config for the Triton launcher; ik_poison: index-K records of another width (fp8)."""
     qkv, positions, weights, cos_sin, slots = (x.to(DEVICE) if torch.is_tensor(x) else x for x in inputs)
     weights = [w.to(DEVICE) for w in weights]
     k = poison.clone().to(DEVICE)[:, :nkv].contiguous()
     v = (poison.clone().to(DEVICE)[:, :nkv] ^ 0x5A).contiguous()
-    ik = poison.clone().to(DEVICE)[:, :1].contiguous() if niq else None
+    ik = (poison[:, :1] if ik_poison is None else ik_poison).clone().to(DEVICE).contiguous() if niq else None
     q, iq = backend.fused_qknorm_rope_write(
         qkv, positions, *weights, cos_sin, slots, k, v, ik, num_q_heads=nq, num_kv_heads=nkv, num_index_heads=niq,
-        rotary_dim=rotary_dim, eps=1e-6, scale_mode=mode, q_dtype=q_dtype)
+        rotary_dim=rotary_dim, eps=1e-6, scale_mode=mode, q_dtype=q_dtype, **kw)
     return q, iq, k, v, ik
 
 
@@ -84,6 +86,35 @@ def test_fused_write_bit_exact(mode, shape):
                      rotary_dim, pages, mode, q_dtype, poison.cpu())
     for name, a, b in zip(("q", "idx_q", "k_cache", "v_cache", "index_k_cache"), ours, ref):
         assert _same_bits(a, b), f"{name} differs from the torch backend ({mode}, {shape})"
+
+
+@pytest.mark.parametrize("q_dtype", [torch.bfloat16, torch.float8_e4m3fn], ids=["q-bf16", "q-e4m3"])
+@pytest.mark.parametrize("index_k_dtype", ["mxfp4", "fp8"])
+@pytest.mark.parametrize("tokens", [1, 3, 5, 9, 37])
+def test_multi_token_programs_bit_exact(tokens, index_k_dtype, q_dtype):
+    """TOKENS_PER_PROGRAM 4 / 8: token counts that leave a partial last program, slot -1 inside a program, qkv rows
+    strided (a column slice of a wider projection)."""
+    nq, nkv, niq, rotary_dim, pages = 4, 2, 1, 64, 2
+    config = WriteConfig(tokens_per_program=8 if q_dtype == torch.bfloat16 else 4)
+    gen = _gen(tokens * 10 + len(index_k_dtype))
+    qkv, *rest = _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages)
+    wide = torch.randn(tokens, qkv.shape[1] + 200, generator=gen).bfloat16()
+    wide[:, 72:72 + qkv.shape[1]] = qkv
+    inputs = [wide[:, 72:72 + qkv.shape[1]]] + rest  # row stride != width, elements contiguous
+    rest[-1][tokens // 2] = -1  # a skipped slot between written ones
+    poison = torch.randint(0, 256, (pages, 2, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
+    ik_width = FP8_RECORD_BYTES if index_k_dtype == "fp8" else RECORD
+    ik_poison = torch.randint(0, 256, (pages, 1, ik_width), generator=gen, dtype=torch.int32).to(torch.uint8)
+    args = (nq, nkv, niq, rotary_dim, pages, ScaleMode.MSE if tokens % 2 else ScaleMode.CEIL, q_dtype)
+    ours = _run_write(triton_backend, inputs, *args, poison, ik_poison, index_k_dtype=index_k_dtype, config=config)
+    ref = _run_write(torch_backend, inputs, *args, poison, ik_poison, index_k_dtype=index_k_dtype)
+    for name, a, b in zip(("q", "idx_q", "k_cache", "v_cache", "index_k_cache"), ours, ref):
+        assert _same_bits(a, b), f"{name} differs from the torch backend"
+
+
+def test_write_config_groups_tokens_only_for_large_batches():
+    assert write_config(1).tokens_per_program == 1 and write_config(8192).tokens_per_program > 1
+    assert write_config(8192).num_warps == write_config(8192).tokens_per_program  # one warp per token
 
 
 # ---- index_topk + build_sparse_tables -----------------------------------------------------------------------------

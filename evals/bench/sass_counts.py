@@ -6,6 +6,7 @@ Triton's launcher specialises on at run time (without it every record byte would
 
     python3 evals/bench/sass_counts.py            # table of the decode loop per variant
     python3 evals/bench/sass_counts.py --dump DIR # also write each variant's SASS
+    python3 evals/bench/sass_counts.py --write-json # fused_qknorm_rope_write: registers, spills, SASS per config
 
 The main loop is the largest span closed by a backward branch; one trip decodes ``block_n`` tokens of K and V
 (``block_n * 256`` elements) with ``num_warps * 32`` threads, so instructions per element =
@@ -109,10 +110,58 @@ def index_counts(index_k_dtype: str, asm: bool) -> dict:
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(INDEX_SIGNATURE.values()) if kind[0] == "*"}
     kernel = triton.compile(ASTSource(index._score_kernel, INDEX_SIGNATURE, constants, attrs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps})
+    return whole_kernel_counts(kernel)
+
+
+def whole_kernel_counts(kernel) -> dict:
+    """SASS instructions of a compiled kernel (all of it, every branch once), by opcode, and its shared bytes."""
     sass = cubin_sass(kernel.asm["cubin"])
     ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)).split()[0].split(".")[0]
                               for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass))
     return {"instructions": sum(ops.values()), "ops": dict(ops), "shared": kernel.metadata.shared}
+
+
+def resource_usage(cubin: bytes) -> dict:
+    """Registers per thread and local-memory bytes (spills) of a cubin, by ``cuobjdump -res-usage``."""
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        out = subprocess.run([str(cuobjdump), "-res-usage", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out, re.S)
+    return {"registers": int(found.group(1)), "local_bytes": int(found.group(2))}
+
+
+# ---- fused_qknorm_rope_write: whole-kernel counts per tokens per program (TP4 rank: 16 q, 1 kv, 1 index head) -----
+WRITE_CONSTANTS = {"NUM_Q": 16, "NUM_IQ": 1, "K_START": 16, "V_START": 17, "IQ_START": 18, "IK_START": 19,
+                   "ROTARY_DIM": 64, "SCALE_MODE": 2}  # MSE: the longest quantize path
+
+
+def write_counts(tokens_per_program: int, index_fp8: bool = False) -> dict:
+    """Compile the fused write for sm_90 (one warp per token, ``TOKENS_PER_PROGRAM`` tokens). Integer arguments that
+    end in ``stride`` get the 16-divisibility the launcher specialises on (the cache page strides are 8704 * heads)."""
+    import inspect
+    write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
+    kinds = {"qkv_ptr": "*bf16", "positions_ptr": "*i64", "slot_ptr": "*i64", "cos_sin_ptr": "*fp32", "eps": "fp32",
+             "q_out_ptr": "*bf16", "iq_out_ptr": "*bf16"}
+    signature = {name: "constexpr" if name.isupper() else kinds.get(name) or (
+        "*bf16" if name.endswith("weight_ptr") else "*u8" if name.endswith("cache_ptr") else "i32")
+        for name in inspect.signature(write._qknorm_rope_write_kernel.fn).parameters}
+    constants = dict(WRITE_CONSTANTS, INDEX_FP8=index_fp8, TOKENS_PER_PROGRAM=tokens_per_program)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, (name, kind) in enumerate(signature.items())
+             if kind[0] == "*" or name.endswith("stride")}
+    kernel = triton.compile(ASTSource(write._qknorm_rope_write_kernel, signature, constants, attrs),
+                            target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": tokens_per_program, "enable_fp_fusion": False})
+    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"])}
+
+
+def write_variants() -> dict:
+    write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
+    tpp = write.write_config(8192).tokens_per_program
+    return {"tpp=1": write_counts(1), f"tpp={tpp} (write_config(8192))": write_counts(tpp),
+            f"tpp={tpp}, fp8 index-K": write_counts(tpp, index_fp8=True)}
 
 
 def _instructions(sass: str) -> list[tuple[int, str]]:
@@ -148,7 +197,12 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, help="write each variant's SASS into this folder")
     parser.add_argument("--index-json", action="store_true",
                         help="print index_topk's score-kernel counts per index-K variant as one JSON line, nothing else")
+    parser.add_argument("--write-json", action="store_true",
+                        help="print fused_qknorm_rope_write's counts per tokens per program as one JSON line")
     args = parser.parse_args()
+    if args.write_json:
+        print(json.dumps(write_variants()))
+        return
     if args.index_json:
         print(json.dumps({name: index_counts(*variant) for name, variant in INDEX_VARIANTS.items()}))
         return

@@ -10,7 +10,7 @@ import triton.language as tl
 
 from atom_mxfp4 import layout
 
-from ._mxfp4 import HEAD_DIM, _pow2_f64, e8m0_value
+from ._mxfp4 import HEAD_DIM, PAGE_SIZE, _pow2_f64, e8m0_value
 
 FP8_DATA_BYTES = tl.constexpr(layout.FP8_DATA_BYTES)  # 128 e4m3 bytes per token
 FP8_SCALE_BYTES = tl.constexpr(layout.FP8_SCALE_BYTES)  # 4 e8m0 bytes per token
@@ -47,28 +47,31 @@ def e4m3_value(byte):
 
 
 @triton.jit
-def store_fp8_token(record_ptr, offset, x_even, x_odd):
-    """One token row as (even, odd) fp32 [4, 16] (row = 32-block, column = pair) -> 128 e4m3 bytes + 4 e8m0 bytes at
-    token ``offset`` of the record at ``record_ptr``. Scale: ``e = E - 8 + (M > 0x600000)`` of amax (finite values),
+def store_fp8_tokens(cache_ptr, page_stride, slot, x_even, x_odd):
+    """N token rows as (even, odd) fp32 [N, 4, 16] (row = 32-block, column = pair) -> 128 e4m3 bytes + 4 e8m0 bytes
+    each, at token ``slot % 128`` of the record of page ``slot // 128`` (``cache_ptr + page * page_stride``); slot
+    [N] int64, tokens with slot < 0 write nothing. Scale: ``e = E - 8 + (M > 0x600000)`` of amax (finite values),
     clamped to [1, 254]; elements ``x * 2**(127 - e)`` (fp64, exact) then e4m3."""
     a_even = tl.abs(x_even)
     a_odd = tl.abs(x_odd)
     a_even = tl.where(a_even < float("inf"), a_even, 0.0)
     a_odd = tl.where(a_odd < float("inf"), a_odd, 0.0)
-    amax = tl.max(tl.maximum(a_even, a_odd), axis=1)  # [4]
+    amax = tl.max(tl.maximum(a_even, a_odd), axis=2)  # [N, 4]
     bits = amax.to(tl.int32, bitcast=True)
     e = ((bits >> 23) & 0xFF) - 8 + ((bits & 0x7FFFFF) > 0x600000).to(tl.int32)
     e = tl.minimum(tl.maximum(e, 1), 254)
-    inv = _pow2_f64(127 - e)[:, None]
+    inv = _pow2_f64(127 - e)[:, :, None]
     code_even = e4m3_code((x_even.to(tl.float64) * inv).to(tl.float32))
     code_odd = e4m3_code((x_odd.to(tl.float64) * inv).to(tl.float32))
-    block = tl.arange(0, 4)
-    pair = tl.arange(0, 16)
-    d_even = block[:, None] * 32 + pair[None, :] * 2
-    base = record_ptr + offset * FP8_DATA_BYTES
-    tl.store(base + d_even, code_even.to(tl.uint8))
-    tl.store(base + d_even + 1, code_odd.to(tl.uint8))
-    tl.store(record_ptr + FP8_SCALE_OFFSET + offset * FP8_SCALE_BYTES + block, e.to(tl.uint8))
+    write = slot >= 0
+    token = tl.where(write, slot, 0)
+    record = cache_ptr + (token // PAGE_SIZE) * page_stride  # [N]
+    offset = token % PAGE_SIZE
+    codes = tl.reshape(tl.join(code_even, code_odd), (x_even.shape[0], HEAD_DIM)).to(tl.uint8)  # element order
+    base = (record + offset * FP8_DATA_BYTES)[:, None] + tl.arange(0, HEAD_DIM)[None, :]
+    tl.store(base, codes, mask=write[:, None])
+    scale_ptr = (record + FP8_SCALE_OFFSET + offset * FP8_SCALE_BYTES)[:, None] + tl.arange(0, 4)[None, :]
+    tl.store(scale_ptr, e.to(tl.uint8), mask=write[:, None])
 
 
 @triton.jit
@@ -82,20 +85,30 @@ def load_fp8_tokens(record_ptr, token, mask, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def fp8_scores(q_rows_ptr, head_ok, record_ptr, token, mask, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
-    """GPU scorer: bf16 q rows (``q_rows_ptr + head * 128 + d``) . BLOCK_N tokens of one fp8 record -> [BLOCK_H,
-    BLOCK_N] fp32. Per 32-channel block: the raw e4m3 bytes through the hardware conversion (exact in bf16, 0x7F /
-    0xFF -> NaN as ``e4m3_value``), one bf16 dot with fp32 accumulation, times the block's e8m0 scale in fp32. No
-    per-element arithmetic beyond the conversion (the bit decode of ``load_fp8_tokens`` with a per-element scale
-    gather ran at 0.49 TB/s on the H200). Equal to the dot of the scaled values whenever that dot is exact (the
-    backends agree on exact scores; ``index_topk``'s contract)."""
-    head = tl.arange(0, BLOCK_H)
+def fp8_query_blocks(q_rows_ptr, head_ok, BLOCK_H: tl.constexpr):
+    """bf16 q rows (``q_rows_ptr + head * 128 + d``) -> the tuple of their four 32-channel blocks [BLOCK_H, 32] bf16:
+    ``fp8_scores``'s operand, loaded once before the page loop (inside it, the pipeliner would copy it every page)."""
+    ptr = q_rows_ptr + tl.arange(0, BLOCK_H)[:, None] * HEAD_DIM + tl.arange(0, 32)[None, :]
+    ok = head_ok[:, None]
+    return (tl.load(ptr, mask=ok, other=0.0), tl.load(ptr + 32, mask=ok, other=0.0),
+            tl.load(ptr + 64, mask=ok, other=0.0), tl.load(ptr + 96, mask=ok, other=0.0))
+
+
+@triton.jit
+def fp8_scores(q_blocks, record_ptr, token, mask, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
+    """GPU scorer: ``fp8_query_blocks`` . BLOCK_N tokens of one fp8 record -> [BLOCK_H, BLOCK_N] fp32. Per 32-channel
+    block: the raw e4m3 bytes through the hardware conversion (exact in bf16, 0x7F / 0xFF -> NaN as ``e4m3_value``),
+    one bf16 dot with fp32 accumulation, times the block's e8m0 scale in fp32. No per-element arithmetic beyond the
+    conversion (the bit decode of ``load_fp8_tokens`` with a per-element scale gather ran at 0.49 TB/s on the H200).
+    Equal to the dot of the scaled values whenever that dot is exact (the backends agree on exact scores;
+    ``index_topk``'s contract). Every load is 4 B or wider per lane (a token's 4 scale bytes as one int32 word), so the
+    pipeliner can make each one an async copy (cp.async needs >= 4 B)."""
     col = tl.arange(0, 32)
+    words = tl.load((record_ptr + FP8_SCALE_OFFSET).to(tl.pointer_type(tl.int32)) + token, mask=mask, other=0)
     s = tl.zeros([BLOCK_H, BLOCK_N], tl.float32)
     for b in tl.static_range(HEAD_DIM // 32):
-        q = tl.load(q_rows_ptr + head[:, None] * HEAD_DIM + b * 32 + col[None, :], mask=head_ok[:, None], other=0.0)
         k = tl.load(record_ptr + token[:, None] * FP8_DATA_BYTES + b * 32 + col[None, :], mask=mask[:, None], other=0)
         k = k.to(tl.float8e4nv, bitcast=True).to(tl.bfloat16)
-        scale = e8m0_value(tl.load(record_ptr + FP8_SCALE_OFFSET + token * FP8_SCALE_BYTES + b, mask=mask, other=127))
-        s += tl.dot(q.to(tl.bfloat16), tl.trans(k)) * scale[None, :]
+        scale = e8m0_value((words >> (8 * b)) & 0xFF)  # byte b of the little-endian word
+        s += tl.dot(q_blocks[b].to(tl.bfloat16), tl.trans(k)) * scale[None, :]
     return s

@@ -3,8 +3,9 @@
 Cache record of one (page, head): ``[128 tokens x 64 B e2m1 codes][128 tokens x 4 B e8m0 scales]`` = 8704 B.
 Element ``d`` of a token lives in byte ``d // 2`` (low nibble = even ``d``), its scale is byte ``d // 32``.
 
-Tensors here are kept as *pairs* (even elements, odd elements) shaped ``[4, 16]``: row = 32-block, column = byte
-inside the block; that way one byte is ``even | odd << 4`` with no reshape and the 32-block reduction is ``axis=1``.
+Tensors here are kept as *pairs* (even elements, odd elements) shaped ``[..., 4, 16]`` (any leading token dims):
+row = 32-block, column = byte inside the block; that way one byte is ``even | odd << 4`` with no reshape and the
+32-block reduction is ``axis=-1``.
 """
 
 import enum
@@ -41,11 +42,12 @@ def _pow2_f64(k):
 
 @triton.jit
 def _magnitude_code(x, e):
-    """x fp32 [4, 16], e int32 [4] (scale bytes, in [1, 254]) -> e2m1 code int32 [4, 16] (sign in bit 3).
+    """x fp32 [..., 4, 16], e int32 [..., 4] (scale bytes, in [1, 254]) -> e2m1 code int32 [..., 4, 16] (sign in
+    bit 3).
 
     v = |x| / 2**(e - 127) exactly (fp64); nearest code, ties to the even code, saturate at 6; NaN -> 0; Inf -> 7.
     """
-    v = tl.abs(x).to(tl.float64) * _pow2_f64(127 - e)[:, None]
+    v = tl.abs(x).to(tl.float64) * tl.expand_dims(_pow2_f64(127 - e), -1)
     v = tl.where(v == v, v, 0.0)  # NaN -> code 0; +Inf compares above every threshold -> 7
     mag = ((v > 0.25).to(tl.int32) + (v >= 0.75).to(tl.int32) + (v > 1.25).to(tl.int32)
            + (v >= 1.75).to(tl.int32) + (v > 2.5).to(tl.int32) + (v >= 3.5).to(tl.int32) + (v > 5.0).to(tl.int32))
@@ -55,18 +57,18 @@ def _magnitude_code(x, e):
 
 @triton.jit
 def _code_value_f64(code, e):
-    """e2m1 code int32 [4, 16] under scale byte e [4] -> exact value fp64 [4, 16]."""
+    """e2m1 code int32 [..., 4, 16] under scale byte e [..., 4] -> exact value fp64 [..., 4, 16]."""
     mag = code & 7
     # magnitude 2**((m >> 1) - 1) * (1 + (m & 1) / 2) for m >= 2, 0.5 for m == 1, 0 for m == 0
     big = _pow2_f64((mag >> 1) - 1) * (1.0 + 0.5 * (mag & 1).to(tl.float64))
     value = tl.where(mag >= 2, big, tl.where(mag == 1, 0.5, 0.0))
     value = tl.where((code & 8) != 0, -value, value)
-    return value * _pow2_f64(e - 127)[:, None]
+    return value * tl.expand_dims(_pow2_f64(e - 127), -1)
 
 
 @triton.jit
 def _block_sq_error(x_even, x_odd, e):
-    """fp64 sum over the finite elements of (x - deq(code(x)))**2 per 32-block -> [4]."""
+    """fp64 sum over the finite elements of (x - deq(code(x)))**2 per 32-block -> [..., 4]."""
     ce = _magnitude_code(x_even, e)
     co = _magnitude_code(x_odd, e)
     de = x_even.to(tl.float64) - _code_value_f64(ce, e)
@@ -74,12 +76,13 @@ def _block_sq_error(x_even, x_odd, e):
     fe = tl.abs(x_even) < float("inf")  # finite (NaN compares false)
     fo = tl.abs(x_odd) < float("inf")
     err = tl.where(fe, de * de, 0.0) + tl.where(fo, do * do, 0.0)
-    return tl.sum(err, axis=1)
+    return tl.sum(err, axis=-1)
 
 
 @triton.jit
 def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
-    """One token-head row as (even, odd) fp32 [4, 16] -> (data bytes uint8 [4, 16], scale bytes uint8 [4]).
+    """Token-head rows as (even, odd) fp32 [..., 4, 16] (one row: [4, 16]; N rows: [N, 4, 16]) -> (data bytes
+    uint8 [..., 4, 16], scale bytes uint8 [..., 4]); each row's bytes depend on that row alone.
 
     Scale rule (ScaleMode): amax over finite values; E/M = fp32 exponent/mantissa fields of amax;
     FLOOR e = E - 2, CEIL e = E - 2 + (M > 0x400000), MSE = the smaller fp64 squared error (ties to CEIL);
@@ -89,7 +92,7 @@ def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
     a_odd = tl.abs(x_odd)
     a_even = tl.where(a_even < float("inf"), a_even, 0.0)
     a_odd = tl.where(a_odd < float("inf"), a_odd, 0.0)
-    amax = tl.max(tl.maximum(a_even, a_odd), axis=1)  # [4] fp32
+    amax = tl.max(tl.maximum(a_even, a_odd), axis=-1)  # [..., 4] fp32
     bits = amax.to(tl.int32, bitcast=True)
     exp_field = (bits >> 23) & 0xFF
     mantissa = bits & 0x7FFFFF

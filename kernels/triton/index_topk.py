@@ -3,9 +3,10 @@
 ``score[h, r, b] = max_{p in block b, p <= row_position[r]} idx_q[r, h] . idx_k[p]`` (dequantized K, fp32 sums;
 bf16 idx_q: bf16 x e2m1 products on the tensor cores; fp32 / fp16 idx_q: an fp32 dot, ``input_precision="ieee"``,
 never rounded to bf16). A NaN product sum counts as -inf (it never wins a block's max). Two launches:
-1. ``_score_kernel`` grid (rows, block chunks): one dequantized index-K page per step, one ``tl.dot`` for all
-   index heads of the row; writes rank keys [niq, R, max_blocks] int32 for blocks <= the row's own block only:
-   the monotone int of the fp32 score (-0 as +0), or for forced blocks (not read) INIT_KEY / LOCAL_KEY, above the
+1. ``_score_kernel`` grid (rows, block chunks): one dequantized index-K page per trip, one ``tl.dot`` for all
+   index heads of the row, the page loads software-pipelined ``SCORE_STAGES`` deep (branch-free trips: forced
+   blocks are masked, not skipped); writes rank keys [niq, R, max_blocks] int32 for blocks <= the row's own block
+   only: the monotone int of the fp32 score (-0 as +0), or for forced blocks (not read) INIT_KEY / LOCAL_KEY, above the
    key of every score including +inf (init blocks b < init_blocks; the ``local_blocks`` blocks ending at the own
    block; init wins where both apply, as in the torch backend).
 2. ``_select_kernel`` grid (rows, niq): ``min(topk, own_block + 1)`` rounds (a run-time loop: compiles once for
@@ -28,12 +29,42 @@ from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MA
 from atom_mxfp4.plan import sm_count
 
 from . import INTERPRETER_SMS
-from ._fp8 import fp8_scores, load_fp8_tokens
+from ._fp8 import fp8_query_blocks, fp8_scores, load_fp8_tokens
 from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile
 
 INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
 LOCAL_KEY = tl.constexpr(_LOCAL_KEY)
 BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
+SCORE_STAGES = tl.constexpr(5)  # software-pipeline depth of the page loop (docs/triton.md, "Pages in flight")
+
+
+@triton.jit
+def _page_score(q, record, first_token, position, read, BLOCK_N: tl.constexpr,
+                BLOCK_H: tl.constexpr, MMA_BF16: tl.constexpr, DECODE: tl.constexpr, Q_FP32: tl.constexpr,
+                INDEX_FP8: tl.constexpr):
+    """[BLOCK_H] max over the page's visible tokens of q . k (NaN -> -inf); ``read`` False: no byte read, -inf.
+    q: [BLOCK_H, D] (bf16 values or fp32), or ``fp8_query_blocks`` for the CUDA fp8 scorer."""
+    score = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
+        offset = t + tl.arange(0, BLOCK_N)
+        visible = first_token + offset <= position
+        mask = visible & read
+        if INDEX_FP8 and DECODE == 2 and not Q_FP32:  # Decode.PTX (CUDA): hardware e4m3, scale per block
+            s = fp8_scores(q, record, offset, mask, BLOCK_H, BLOCK_N)
+        elif INDEX_FP8:  # e4m3 x 2**k: exact in fp32 and in bf16
+            k = load_fp8_tokens(record, offset, mask, BLOCK_N)
+            if Q_FP32:
+                s = tl.dot(q, tl.trans(k), input_precision="ieee")
+            else:
+                s = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
+        elif Q_FP32:  # fp32 dot of fp32 values (the decoded K is exact in fp32)
+            k = load_tokens(record, offset, mask, BLOCK_N, False, DECODE).to(tl.float32)
+            s = tl.dot(q, tl.trans(k), input_precision="ieee")
+        else:
+            s = qk_tile(q, record, offset, mask, BLOCK_N, MMA_BF16, DECODE)  # [BLOCK_H, N]
+        s = tl.where(mask[None, :] & (s == s), s, float("-inf"))  # NaN never wins the max
+        score = tl.maximum(score, tl.max(s, axis=1))
+    return score
 
 
 @triton.jit
@@ -51,47 +82,30 @@ def _score_kernel(
     request = tl.load(row_request_ptr + row).to(tl.int64)
     position = tl.load(row_position_ptr + row)
     own_block = position // PAGE_SIZE
-    q = tl.load(idx_q_ptr + (row * num_heads + head[:, None]) * HEAD_DIM + dim[None, :], mask=head_ok[:, None],
-                other=0.0).to(tl.float32)
-    if not Q_FP32:
-        q = mma_operand(q, MMA_BF16)  # bf16 values: exact
+    if INDEX_FP8 and DECODE == 2 and not Q_FP32:  # the CUDA fp8 scorer: four bf16 [BLOCK_H, 32] blocks
+        q = fp8_query_blocks(idx_q_ptr + row * num_heads * HEAD_DIM, head_ok, BLOCK_H)
+    else:
+        q = tl.load(idx_q_ptr + (row * num_heads + head[:, None]) * HEAD_DIM + dim[None, :], mask=head_ok[:, None],
+                    other=0.0).to(tl.float32)
+        if not Q_FP32:
+            q = mma_operand(q, MMA_BF16)  # bf16 values: exact
     out_ptr = keys_ptr + (head * num_rows + row) * max_blocks  # [BLOCK_H] pointers of keys[h, row, :]
-    token_in_tile = tl.arange(0, BLOCK_N)
     first = chunk * blocks_per_program
-    for i in range(0, blocks_per_program):
+    # the chunk's blocks <= own_block (and in the table), every trip the same code without a branch, so the compiler
+    # pipelines the page loads SCORE_STAGES deep (cp.async); a forced block reads nothing (masked), its key set after.
+    # The fp32 dot (fp32 / fp16 idx_q) is not pipelined: staged, its fp32 operands spill on sm_90.
+    trips = tl.minimum(blocks_per_program, tl.minimum(own_block + 1, max_blocks) - first)
+    for i in tl.range(0, trips, num_stages=1 if Q_FP32 else SCORE_STAGES):
         blk = first + i
-        if blk <= own_block:
-            is_init = blk < init_blocks
-            is_local = blk > own_block - local_blocks
-            if is_init | is_local:
-                key = tl.full([BLOCK_H], LOCAL_KEY, tl.int32)
-                key = tl.where(is_init, INIT_KEY, key)
-            else:
-                page = tl.load(block_table_ptr + request * table_stride + blk).to(tl.int64)
-                record = index_k_ptr + page * INDEX_RECORD_BYTES
-                score = tl.full([BLOCK_H], float("-inf"), tl.float32)
-                for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
-                    offset = t + token_in_tile
-                    visible = blk * PAGE_SIZE + offset <= position
-                    if INDEX_FP8 and DECODE == 2 and not Q_FP32:  # Decode.PTX (CUDA): hardware e4m3, scale per block
-                        s = fp8_scores(idx_q_ptr + row * num_heads * HEAD_DIM, head_ok, record, offset, visible,
-                                       BLOCK_H, BLOCK_N)
-                    elif INDEX_FP8:  # e4m3 x 2**k: exact in fp32 and in bf16
-                        k = load_fp8_tokens(record, offset, visible, BLOCK_N)
-                        if Q_FP32:
-                            s = tl.dot(q, tl.trans(k), input_precision="ieee")
-                        else:
-                            s = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))
-                    elif Q_FP32:  # fp32 dot of fp32 values (the decoded K is exact in fp32)
-                        k = load_tokens(record, offset, visible, BLOCK_N, False, DECODE).to(tl.float32)
-                        s = tl.dot(q, tl.trans(k), input_precision="ieee")
-                    else:
-                        s = qk_tile(q, record, offset, visible, BLOCK_N, MMA_BF16, DECODE)  # [BLOCK_H, N]
-                    s = tl.where(visible[None, :] & (s == s), s, float("-inf"))  # NaN never wins the max
-                    score = tl.maximum(score, tl.max(s, axis=1))
-                bits = (score + 0.0).to(tl.int32, bitcast=True)  # -0.0 -> +0.0 (they tie in the torch backend)
-                key = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # monotone: larger score -> larger key
-            tl.store(out_ptr + blk, key, mask=head_ok)
+        is_init = blk < init_blocks
+        read = (blk >= init_blocks) & (blk <= own_block - local_blocks)  # not forced: init or local
+        page = tl.load(block_table_ptr + request * table_stride + blk, mask=read, other=0).to(tl.int64)
+        score = _page_score(q, index_k_ptr + page * INDEX_RECORD_BYTES, blk * PAGE_SIZE, position, read, BLOCK_N,
+                            BLOCK_H, MMA_BF16, DECODE, Q_FP32, INDEX_FP8)
+        bits = (score + 0.0).to(tl.int32, bitcast=True)  # -0.0 -> +0.0 (they tie in the torch backend)
+        key = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # monotone: larger score -> larger key
+        key = tl.where(read, key, tl.where(is_init, INIT_KEY, LOCAL_KEY))
+        tl.store(out_ptr + blk, key, mask=head_ok)
 
 
 @triton.jit

@@ -1,11 +1,14 @@
 """fused_qknorm_rope_write (Triton): Gemma QK-norm + partial NeoX RoPE + MXFP4 write of K, V, index-K, one launch.
 
-One program per (token, head row) of the fused projection
-``qkv[t] = [q (nq rows) | k (nkv) | v (nkv) | idx_q (niq) | idx_k (1 if niq)]``, each row 128 bf16 values.
+One program per (TOKENS_PER_PROGRAM tokens, head row) of the fused projection
+``qkv[t] = [q (nq rows) | k (nkv) | v (nkv) | idx_q (niq) | idx_k (1 if niq)]``, each row 128 bf16 values: grid
+``(cdiv(T, TPP), rows)``, one warp per token (``WriteConfig``), so the row kind (q / k / v / idx_q / idx_k) is the same
+for the whole program; rows are ``[TPP, 128]`` (a warp holds one token's row: contiguous vector loads, in-warp sums),
+viewed as ``[TPP, 4, 16]`` (even, odd) pairs to quantize; tokens past T are masked.
 Arithmetic is the exact one of docs/api.md, so cache bytes equal the torch backend's bit for bit:
 fp64 sum of squares, ``tl.sqrt_rn`` / ``tl.div_rn``, fp32 products rounded one by one (the launch passes
 ``enable_fp_fusion=False``: no FMA), K / idx_K quantized from fp32, V from ``v.float()``.
-Sentinel: ``slot_mapping[t] == -1`` skips the cache write of token t (q / idx_q are still written).
+Sentinel: ``slot_mapping[t] == -1`` skips the cache write of token t alone (q / idx_q are still written).
 Layout: qkv rows may be strided (elements contiguous); positions, slot_mapping, cos_sin_cache and the weights must be
 contiguous (the launcher refuses others, even under check=False).
 Index-K dtype (``INDEX_FP8``): MXFP4 records (as K / V) or fp8 records (``_fp8.py``: 128 e4m3 + 4 e8m0 bytes per
@@ -26,60 +29,74 @@ from atom_mxfp4.index_k import IndexKDtype
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
     quantize_pair, to_output
-from ._fp8 import store_fp8_token
+from ._fp8 import store_fp8_tokens
 
 
 @triton.jit
-def _norm_rope_one(row_ptr, weight_ptr, cos_sin_ptr, position, x, d, inv_rms, ROTARY_DIM: tl.constexpr):
-    """y = (x * r) * (1 + w), then NeoX RoPE on d < rotary_dim; x fp32 at element indices d (any shape)."""
-    HALF: tl.constexpr = ROTARY_DIM // 2
-    partner = tl.where(d < HALF, d + HALF, tl.where(d < ROTARY_DIM, d - HALF, d))
-    x_partner = tl.load(row_ptr + partner).to(tl.float32)
-    y = (x * inv_rms) * (1.0 + tl.load(weight_ptr + d).to(tl.float32))
-    y_partner = (x_partner * inv_rms) * (1.0 + tl.load(weight_ptr + partner).to(tl.float32))
-    rotary = d < ROTARY_DIM
-    freq = d % HALF
-    cos = tl.load(cos_sin_ptr + position * ROTARY_DIM + freq, mask=rotary, other=1.0)
-    sin = tl.load(cos_sin_ptr + position * ROTARY_DIM + HALF + freq, mask=rotary, other=0.0)
-    first = y * cos - y_partner * sin  # o1 = y1*c - y2*s  (d < h)
-    second = y * cos + y_partner * sin  # o2 = y2*c + y1*s (h <= d < rotary_dim)
-    return tl.where(d < HALF, first, tl.where(rotary, second, y))
+def _partner(ptr, d, low, high, HALF: tl.constexpr, mask):
+    """The NeoX RoPE partner of element d: ``ptr[d + h]`` where ``low`` (d < h), ``ptr[d - h]`` where ``high``
+    (h <= d < rotary_dim), 0 elsewhere; two loads whose addresses stay contiguous along d (vector loads)."""
+    up = tl.load(ptr + d + HALF, mask=low & mask, other=0.0)
+    down = tl.load(ptr + d - HALF, mask=high & mask, other=0.0)
+    return tl.where(low, up, down).to(tl.float32)
 
 
 @triton.jit
-def _load_pair(row_ptr, weight_ptr, cos_sin_ptr, position, eps, d_even, HAS_WEIGHT: tl.constexpr,
+def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGHT: tl.constexpr,
                ROTARY_DIM: tl.constexpr):
-    """Norm + RoPE of one 128-value head row, returned as (even, odd) fp32 [4, 16].
-
-    d_even [4, 16] int32: the even element index of each pair. The RoPE partner of element d (d < rotary_dim) is
-    d + h or d - h (h = rotary_dim / 2); it is loaded and normalized separately (same arithmetic, same r).
-    """
-    d_odd = d_even + 1
-    x_even = tl.load(row_ptr + d_even).to(tl.float32)
-    x_odd = tl.load(row_ptr + d_odd).to(tl.float32)
+    """TPP head rows (``row_ptr``, position, valid: [TPP, 1]) -> fp32 [TPP, 128] in element order: the raw values
+    (v), or y = (x * r) * (1 + w) then NeoX RoPE on d < rotary_dim. Each warp holds one token's row (128 contiguous
+    values), so the sum of squares stays inside the warp. Tokens with ~valid read nothing (never stored)."""
+    d = tl.arange(0, HEAD_DIM)[None, :]
+    x = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
     if HAS_WEIGHT:
-        sq = tl.sum(tl.sum(x_even.to(tl.float64) * x_even.to(tl.float64) + x_odd.to(tl.float64)
-                           * x_odd.to(tl.float64), axis=1), axis=0)
-        mean_square = (sq / HEAD_DIM).to(tl.float32)
-        inv_rms = tl.div_rn(1.0, tl.sqrt_rn(mean_square + eps))
-        y_even = _norm_rope_one(row_ptr, weight_ptr, cos_sin_ptr, position, x_even, d_even, inv_rms, ROTARY_DIM)
-        y_odd = _norm_rope_one(row_ptr, weight_ptr, cos_sin_ptr, position, x_odd, d_odd, inv_rms, ROTARY_DIM)
-        return y_even, y_odd
+        sq = tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True)
+        inv_rms = tl.div_rn(1.0, tl.sqrt_rn((sq / HEAD_DIM).to(tl.float32) + eps))  # [TPP, 1]
+        HALF: tl.constexpr = ROTARY_DIM // 2
+        low = d < HALF
+        rotary = d < ROTARY_DIM
+        high = rotary & (d >= HALF)
+        w_ptr = weight_ptr + tl.zeros([x.shape[0], 1], tl.int32)  # [TPP, 1]: one copy per warp, in x's layout
+        y = (x * inv_rms) * (1.0 + tl.load(w_ptr + d).to(tl.float32))
+        x_partner = _partner(row_ptr, d, low, high, HALF, valid)
+        y_partner = (x_partner * inv_rms) * (1.0 + _partner(w_ptr, d, low, high, HALF, True))
+        cos_ptr = cos_sin_ptr + position * ROTARY_DIM + d % HALF
+        cos = tl.load(cos_ptr, mask=rotary, other=1.0)
+        sin = tl.load(cos_ptr + HALF, mask=rotary, other=0.0)
+        first = y * cos - y_partner * sin  # o1 = y1*c - y2*s  (d < h)
+        second = y * cos + y_partner * sin  # o2 = y2*c + y1*s (h <= d < rotary_dim)
+        return tl.where(low, first, tl.where(rotary, second, y))
     else:
-        return x_even, x_odd
+        return x
 
 
 @triton.jit
-def _store_cache(cache_ptr, page_stride, head, slot, x_even, x_odd, SCALE_MODE: tl.constexpr):
-    """Quantize one row and write it at token ``slot`` (>= 0) of head ``head``: 64 data bytes + 4 scale bytes."""
-    data, scale = quantize_pair(x_even, x_odd, SCALE_MODE)
-    page = slot // PAGE_SIZE
-    offset = slot % PAGE_SIZE
-    record = cache_ptr + page * page_stride + head.to(tl.int64) * RECORD_BYTES
-    block = tl.arange(0, 4)
-    byte = tl.arange(0, 16)
-    tl.store(record + offset * DATA_BYTES + block[:, None] * 16 + byte[None, :], data)
-    tl.store(record + SCALE_OFFSET + offset * SCALE_BYTES + block, scale)
+def _pairs(y):
+    """[N, 128] in element order -> (even, odd) [N, 4, 16] (row = 32-block, column = pair), no data movement."""
+    return tl.split(tl.reshape(y, (y.shape[0], 4, 16, 2)))
+
+
+@triton.jit
+def _store_cache(cache_ptr, page_stride, head, slot, y, SCALE_MODE: tl.constexpr):
+    """Quantize TPP rows y [TPP, 128] and write each at token ``slot`` [TPP] of head ``head``: 64 data bytes + 4
+    scale bytes; tokens with slot < 0 write nothing."""
+    x_even, x_odd = _pairs(y)
+    data, scale = quantize_pair(x_even, x_odd, SCALE_MODE)  # [TPP, 4, 16], [TPP, 4]
+    write = slot >= 0
+    page = tl.where(write, slot, 0) // PAGE_SIZE
+    offset = tl.where(write, slot, 0) % PAGE_SIZE
+    record = cache_ptr + page * page_stride + head.to(tl.int64) * RECORD_BYTES  # [TPP]
+    data_ptr = (record + offset * DATA_BYTES)[:, None] + tl.arange(0, DATA_BYTES)[None, :]
+    tl.store(data_ptr, tl.reshape(data, (y.shape[0], DATA_BYTES)), mask=write[:, None])
+    scale_ptr = (record + SCALE_OFFSET + offset * SCALE_BYTES)[:, None] + tl.arange(0, SCALE_BYTES)[None, :]
+    tl.store(scale_ptr, scale, mask=write[:, None])
+
+
+@triton.jit
+def _store_output(out_ptr, token, heads, head, y, valid):
+    """Rows y [TPP, 128] -> out [T, heads, 128] at (token [TPP, 1], head), rounded to out's dtype."""
+    out = out_ptr + (token * heads + head) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    tl.store(out, to_output(y, out_ptr.dtype.element_ty), mask=valid)
 
 
 @triton.jit
@@ -87,56 +104,57 @@ def _qknorm_rope_write_kernel(
     qkv_ptr, positions_ptr, slot_ptr, cos_sin_ptr,
     q_weight_ptr, k_weight_ptr, iq_weight_ptr, ik_weight_ptr,
     k_cache_ptr, v_cache_ptr, ik_cache_ptr, q_out_ptr, iq_out_ptr,
-    qkv_row_stride, kv_page_stride, ik_page_stride, eps,
+    num_tokens, qkv_row_stride, kv_page_stride, ik_page_stride, eps,
     NUM_Q: tl.constexpr, NUM_IQ: tl.constexpr,
     K_START: tl.constexpr, V_START: tl.constexpr, IQ_START: tl.constexpr, IK_START: tl.constexpr,
-    ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr, INDEX_FP8: tl.constexpr,
+    ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr, INDEX_FP8: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr,
 ):
-    token = tl.program_id(0).to(tl.int64)
-    row = tl.program_id(1)  # head row inside the fused projection
-    block = tl.arange(0, 4)
-    byte = tl.arange(0, 16)
-    d_even = block[:, None] * 32 + byte[None, :] * 2  # [4, 16]
-    row_ptr = qkv_ptr + token * qkv_row_stride + row.to(tl.int64) * HEAD_DIM
-    position = tl.load(positions_ptr + token)
-    slot = tl.load(slot_ptr + token)
+    token = tl.program_id(0).to(tl.int64) * TOKENS_PER_PROGRAM + tl.arange(0, TOKENS_PER_PROGRAM)  # [TPP]
+    row = tl.program_id(1)  # head row inside the fused projection: the same for every token of the program
+    valid = token < num_tokens
+    position = tl.load(positions_ptr + token, mask=valid, other=0)[:, None]
+    slot = tl.load(slot_ptr + token, mask=valid, other=-1)  # tokens past the end: skipped as slot -1
+    row_ptr = (qkv_ptr + token * qkv_row_stride + row.to(tl.int64) * HEAD_DIM)[:, None]
+    token2 = token[:, None]
+    valid2 = valid[:, None]
     # head-row starts of k / v / idx_q / idx_k: atom_mxfp4.layout.qkv_rows, passed in by the launcher
     if row < K_START:  # q -> q_out [T, nq, 128] (q_dtype)
-        y_even, y_odd = _load_pair(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, d_even, True, ROTARY_DIM)
-        out = q_out_ptr + (token * NUM_Q + row) * HEAD_DIM
-        tl.store(out + d_even, to_output(y_even, q_out_ptr.dtype.element_ty))
-        tl.store(out + d_even + 1, to_output(y_odd, q_out_ptr.dtype.element_ty))
+        y = _norm_rope(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+        _store_output(q_out_ptr, token2, NUM_Q, row, y, valid2)
     elif row < V_START:  # k -> k_cache head (row - nq)
-        y_even, y_odd = _load_pair(row_ptr, k_weight_ptr, cos_sin_ptr, position, eps, d_even, True, ROTARY_DIM)
-        if slot >= 0:
-            _store_cache(k_cache_ptr, kv_page_stride, row - K_START, slot, y_even, y_odd, SCALE_MODE)
+        y = _norm_rope(row_ptr, k_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+        _store_cache(k_cache_ptr, kv_page_stride, row - K_START, slot, y, SCALE_MODE)
     elif row < IQ_START:  # v (raw) -> v_cache head (row - nq - nkv)
-        x_even, x_odd = _load_pair(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, d_even, False, ROTARY_DIM)
-        if slot >= 0:
-            _store_cache(v_cache_ptr, kv_page_stride, row - V_START, slot, x_even, x_odd, SCALE_MODE)
+        x = _norm_rope(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, valid2, False, ROTARY_DIM)
+        _store_cache(v_cache_ptr, kv_page_stride, row - V_START, slot, x, SCALE_MODE)
     elif row < IK_START:  # idx_q -> iq_out [T, niq, 128] bf16
-        y_even, y_odd = _load_pair(row_ptr, iq_weight_ptr, cos_sin_ptr, position, eps, d_even, True, ROTARY_DIM)
-        out = iq_out_ptr + (token * NUM_IQ + (row - IQ_START)) * HEAD_DIM
-        tl.store(out + d_even, to_output(y_even, iq_out_ptr.dtype.element_ty))
-        tl.store(out + d_even + 1, to_output(y_odd, iq_out_ptr.dtype.element_ty))
+        y = _norm_rope(row_ptr, iq_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+        _store_output(iq_out_ptr, token2, NUM_IQ, row - IQ_START, y, valid2)
     else:  # idx_k -> index-K cache (one head)
-        y_even, y_odd = _load_pair(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, d_even, True, ROTARY_DIM)
-        if slot >= 0:
-            if INDEX_FP8:  # one head: the record of page slot // 128
-                record = ik_cache_ptr + (slot // PAGE_SIZE) * ik_page_stride
-                store_fp8_token(record, slot % PAGE_SIZE, y_even, y_odd)
-            else:
-                _store_cache(ik_cache_ptr, ik_page_stride, row - IK_START, slot, y_even, y_odd, SCALE_MODE)
+        y = _norm_rope(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+        if INDEX_FP8:  # one head: the record of page slot // 128
+            y_even, y_odd = _pairs(y)
+            store_fp8_tokens(ik_cache_ptr, ik_page_stride, slot, y_even, y_odd)
+        else:
+            _store_cache(ik_cache_ptr, ik_page_stride, row - IK_START, slot, y, SCALE_MODE)
 
 
 @dataclass(frozen=True)
 class WriteConfig:
-    num_warps: int = 1
+    tokens_per_program: int = 2  # tokens of one head row per program, one warp each (a power of 2)
+
+    @property
+    def num_warps(self) -> int:
+        return self.tokens_per_program
 
 
 def write_config(num_tokens: int) -> WriteConfig:
-    """Tuning: one warp per 128-value row (the row is 4 x 16 pairs; more warps only add reduction traffic)."""
-    return WriteConfig(num_warps=1)
+    """Tuning: one warp per token of a 128-value row (4 x 16 pairs); several tokens of the same head row per program
+    so that a program is more than one warp (Hopper keeps at most 32 blocks per SM: 1-warp programs cap occupancy at
+    half) and the weights are read once per program. H200 sweep (2026-12-03, bit-identical outputs at every setting,
+    docs/triton.md "The fused write"): 2 tokens per program fastest from T = 64 (T = 8192: 60.5 us against 102.5 us
+    at 1, 61.8 at 4, 63.4 at 8); below 64 tokens one per program (not measured there)."""
+    return WriteConfig(tokens_per_program=1 if num_tokens < 64 else 2)
 
 
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
@@ -177,14 +195,15 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0
     ik_weight = idx_k_norm_weight if niq else k_norm_weight
     iq_weight = idx_q_norm_weight if niq else q_norm_weight
-    _qknorm_rope_write_kernel[(tokens, rows.heads)](
+    tpp = cfg.tokens_per_program
+    _qknorm_rope_write_kernel[(triton.cdiv(tokens, tpp), rows.heads)](
         qkv, positions, slot_mapping, cos_sin_cache,
         q_norm_weight, k_norm_weight, iq_weight, ik_weight,
         k_cache, v_cache, ik, q_out, iq_out if niq else q_out,
-        qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
+        tokens, qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
         NUM_Q=nq, NUM_IQ=niq, K_START=rows.k.start, V_START=rows.v.start, IQ_START=rows.idx_q.start,
         IK_START=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
-        INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8,
+        INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8, TOKENS_PER_PROGRAM=tpp,
         num_warps=cfg.num_warps, enable_fp_fusion=False,
     )
     return q_out, iq_out
