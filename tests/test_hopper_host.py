@@ -113,11 +113,13 @@ def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, wi
     plan = hopper.make_plan(rows, width, 16, "cpu")
     assert plan.pages_per_split * plan.num_splits >= width > plan.pages_per_split * (plan.num_splits - 1)
     wave = P.DEFAULT_CONFIG.programs_per_sm * 132  # the CPU plan counts an H200's 132 SMs
-    assert plan.num_splits == 1 or plan.pages_per_split >= P.MIN_PAGES_PER_SPLIT
+    one_page = width <= P.ONE_PAGE_SPLIT_WIDTH and rows * width <= 132  # narrow tables: a page per program
+    assert plan.num_splits == 1 or plan.pages_per_split >= (1 if one_page else P.MIN_PAGES_PER_SPLIT)
     assert rows * plan.num_splits <= max(wave, rows) and plan.num_splits <= P.MAX_SPLITS
     wanted = max(132 // rows, min(wave // rows, width // P.FILL_PAGES_PER_SPLIT))  # the policy, as docs/hopper.md says
-    assert plan.num_splits == split_pages(width, max(1, min(wanted, P.MAX_SPLITS, width // P.MIN_PAGES_PER_SPLIT)))[0]
-    if width // P.MIN_PAGES_PER_SPLIT <= 1:  # no launch the plan covers splits: no workspace, no merge
+    most = width if one_page else min(P.MAX_SPLITS, width // P.MIN_PAGES_PER_SPLIT)
+    assert plan.num_splits == split_pages(width, max(1, min(wanted, most)))[0]
+    if width <= 1:  # no launch the plan covers splits: no workspace, no merge
         assert plan.part_out is None and plan.part_lse is None
     if plan.num_splits > 1:
         assert plan.part_out.shape[0] >= rows * plan.num_splits and plan.part_out.shape[1:] == (L.BLOCK_H, L.HEAD_DIM)
@@ -127,8 +129,9 @@ def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, wi
     assert (again.num_splits, again.pages_per_split) == (plan.num_splits, plan.pages_per_split)
 
 
-@pytest.mark.parametrize("rows,width,splits", [(1, 16, 8), (32, 16, 4), (64, 16, 2), (128, 16, 2), (256, 16, 1),
-                                               (512, 64, 1), (64, 256, 6), (1, 1024, 64), (8, 1024, 49)])
+@pytest.mark.parametrize("rows,width,splits", [(1, 16, 16), (4, 16, 16), (8, 16, 16), (16, 16, 8), (32, 16, 4),
+                                               (64, 16, 2), (128, 16, 2), (256, 16, 1), (1, 64, 32), (512, 64, 1),
+                                               (64, 256, 6), (1, 1024, 64), (8, 1024, 49)])
 def test_split_policy_picks_the_sweeps_choices(rows, width, splits):
     """The H200 sweep's best (or within 4% of it) for these shapes (docs/hopper.md "Split policy")."""
     assert hopper.make_plan(rows, width, 16, "cpu").num_splits == splits
@@ -140,7 +143,8 @@ def test_explicit_split_counts_are_clamped_to_the_table():
     assert hopper.make_plan(2, 5, 16, "cpu", num_splits=1).part_out is None
 
 
-@pytest.mark.parametrize("rows,width", [(8, 64), (395, 64), (396, 64), (512, 64), (1000, 33), (4096, 16), (3, 7)])
+@pytest.mark.parametrize("rows,width", [(8, 64), (395, 64), (396, 64), (512, 64), (1000, 33), (4096, 16), (3, 7),
+                                        (1, 2), (2, 3), (9, 16), (40, 20)])
 def test_workspace_fits_every_launch_the_plan_covers(rows, width):
     """Every (rows', width') <= (rows, width) launch's rows' x splits fits the plan's workspace (brute force over the
     covered shapes, a stride through the larger ranges)."""
@@ -172,7 +176,8 @@ def test_split_policy_on_a_cuda_device_reads_its_sm_count(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: type("P", (), {"multi_processor_count": 66}))
     try:
         cuda = torch.device("cuda", 0)
-        assert P.num_splits_for(1, 16, cuda, 3) == 8 and P.num_splits_for(33, 16, cuda, 3) == 2  # 66 // 33
+        assert P.num_splits_for(1, 16, cuda, 3) == 16 and P.num_splits_for(33, 16, cuda, 3) == 2  # 66 // 33
+        assert P.num_splits_for(5, 16, cuda, 3) == 8  # 5 x 16 > 66 SMs: no one-page splits
         assert P.partial_slots(512, 64, cuda, P.DEFAULT_CONFIG, None) == 3 * 66
     finally:
         sm_count.cache_clear()

@@ -108,11 +108,11 @@ SWEEP_SHAPES = ([(r, 16, 1998) for r in (1, 4, 16, 32, 64, 96, 128, 192, 256, 38
 SWEEP_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 
 
-def split_sweep(out: Path, reps: int) -> None:
+def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = False) -> None:
     """Every forced split count per shape (``make_plan(num_splits=s)``), the policy's own pick and the Triton kernel,
     same run: the data ``num_splits_for`` is fitted to. Writes out/split_sweep.json."""
     records = []
-    for rows, width, context in SWEEP_SHAPES:
+    for rows, width, context in shapes:
         q, lens, sets = make_inputs(rows, width, context, sets_for(rows * context * 2 * MX_TOKEN, budget=2 * 2**30))
         out_buf = torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV)
 
@@ -125,7 +125,7 @@ def split_sweep(out: Path, reps: int) -> None:
         policy = hopper.make_plan(rows, width, GROUP, DEV)
         rec["policy"], rec["policy_splits"] = timed(hopper, policy), policy.splits_for(rows, width)[0]
         for splits in SWEEP_SPLITS:
-            if splits == 1 or splits <= width // hopper_pa.MIN_PAGES_PER_SPLIT:
+            if splits == 1 or splits <= width // (1 if one_page else hopper_pa.MIN_PAGES_PER_SPLIT):
                 rec[str(splits)] = timed(hopper, hopper.make_plan(rows, width, GROUP, DEV, num_splits=splits))
         rec["triton"] = timed(tb, tb.make_plan(rows, width, GROUP, DEV))
         rec["best"] = min((k for k in rec if k.isdigit()), key=lambda k: rec[k])
@@ -218,6 +218,10 @@ def main() -> None:
                              "ROWSxCONTEXT, no timing, no files")
     parser.add_argument("--split-sweep", action="store_true",
                         help="instead of the table: time every forced split count per shape (split_sweep.json)")
+    parser.add_argument("--sweep-shapes", metavar="RxPxC,...",
+                        help="--split-sweep over these (rows x table pages x context) instead of the policy's shapes")
+    parser.add_argument("--one-page-splits", action="store_true",
+                        help="--split-sweep also tries splits of one page (the policy keeps >= MIN_PAGES_PER_SPLIT)")
     parser.add_argument("--stages", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
@@ -232,7 +236,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     reps = 10 if args.quick else 30
     if args.split_sweep:
-        split_sweep(args.out, 15)
+        shapes = ([tuple(int(x) for x in shape.split("x")) for shape in args.sweep_shapes.split(",")]
+                  if args.sweep_shapes else SWEEP_SHAPES)
+        split_sweep(args.out, 15, shapes, args.one_page_splits)
         return
     results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,

@@ -386,6 +386,9 @@ NUM_WARPS = L.WARPS  # the layouts are written for 4 warps
 MIN_PAGES_PER_SPLIT = 2  # a split of one page would spend its time in the prologue / epilogue
 FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only while each keeps this many pages
 MAX_SPLITS = 64  # the row's last split merges the partials one after another (342 partials: 105 us for 1 x 131K)
+ONE_PAGE_SPLIT_WIDTH = 16  # tables this narrow split one page per program when rows x width <= SMs (H200 sweep
+# 2026-12-03: 1 / 4 / 8 rows x 16 pages 10.5 / 11.0 / 11.7 us at 16 splits against 11.0 / 11.8 / 12.4 at 8;
+# 16 rows x 16 pages and 1 row x 64 pages were slower that way)
 
 
 H200_SMS = 132  # the SM count planned with off-GPU: the H200 the policy was measured on
@@ -395,6 +398,14 @@ def _sms(device: torch.device) -> int:
     return sm_count(device.index or 0, H200_SMS) if device.type == "cuda" else H200_SMS
 
 
+def _most_splits(num_rows: int, width: int, sms: int) -> int:
+    """One page per split for narrow tables whose pages fit one program per SM; else MIN_PAGES_PER_SPLIT pages per
+    split, at most MAX_SPLITS."""
+    if width <= ONE_PAGE_SPLIT_WIDTH and num_rows * width <= sms:
+        return max(1, width)
+    return min(MAX_SPLITS, max(1, width // MIN_PAGES_PER_SPLIT))
+
+
 def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int) -> int:
     """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
 
@@ -402,12 +413,13 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     its issue slots, so splitting rows that already occupy the SMs only adds partial stores and merges (512 rows x 16
     pages: 88.5 us direct, 111 us at the previous policy's 3 splits). The most splits of: one program per SM
     (SMs // rows), and one wave (``programs_per_sm`` x SMs) // rows while each split keeps FILL_PAGES_PER_SPLIT pages;
-    at least 1, at most MAX_SPLITS and width // MIN_PAGES_PER_SPLIT.
+    at least 1, at most MAX_SPLITS and width // MIN_PAGES_PER_SPLIT; tables of <= ONE_PAGE_SPLIT_WIDTH pages whose
+    rows x width fit one program per SM split one page per program (the sweep's small-batch best).
     """
     if num_rows == 0:
         return 1
     sms = _sms(device)
-    most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
+    most = _most_splits(num_rows, max_table_width, sms)
     per_sm = sms // num_rows
     wave = min(programs_per_sm * sms // num_rows, max_table_width // FILL_PAGES_PER_SPLIT)
     return max(1, min(max(per_sm, wave), most))
@@ -418,15 +430,19 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
                   num_splits: int | None) -> int:
     """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
     none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): a launch of r rows splits at
-    most max(SMs, wave) // r ways (r x splits <= one wave) and at most MAX_SPLITS, width // MIN_PAGES_PER_SPLIT ways."""
+    most max(SMs, wave) // r ways (r x splits <= one wave) and at most MAX_SPLITS, width // MIN_PAGES_PER_SPLIT ways;
+    a narrow table (one-page splits) at most r x w <= SMs ways."""
     if num_splits is not None:
         wanted = split_pages(max_table_width, num_splits)[0]
         return num_rows * wanted if wanted > 1 else 0
-    most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
-    if most == 1 or num_rows == 0:
+    if num_rows == 0:
         return 0
-    wave = max(1, config.programs_per_sm) * _sms(device)
-    return min(num_rows * most, wave)
+    sms = _sms(device)
+    # one-page splits: a launch of r rows x w <= ONE_PAGE_SPLIT_WIDTH pages with r x w <= SMs takes r x w slots
+    one_page = min(num_rows * min(max_table_width, ONE_PAGE_SPLIT_WIDTH), sms) if max_table_width >= 2 else 0
+    most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
+    wide = min(num_rows * most, max(1, config.programs_per_sm) * sms) if most > 1 else 0
+    return max(one_page, wide)
 
 
 @dataclass(frozen=True, eq=False)
