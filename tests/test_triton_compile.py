@@ -66,7 +66,7 @@ def test_fused_write_compiles_without_spills_one_warp_per_token(write_counts):
     trip is the 4 scale bytes' layout change, one per cache-writing branch (3 BAR); a layout that split a token's row
     over warps would add barriers to every row reduction."""
     for name, found in write_counts.items():
-        assert found["local_bytes"] == 0 and found["ops"].get("LDL", 0) + found["ops"].get("STL", 0) == 0, name
+        assert found["local"] == 0 and found["ops"].get("LDL", 0) + found["ops"].get("STL", 0) == 0, name
         assert found["ops"].get("BAR", 0) <= 3, (name, found["ops"].get("BAR"))
     one = write_counts["tpp=1"]["instructions"]
     assert all(found["instructions"] <= 1.1 * one for found in write_counts.values()), write_counts

@@ -15,13 +15,10 @@ threads = 256 elements per thread, so instructions per element = loop instructio
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU target, not the interpreter
@@ -29,7 +26,7 @@ os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU target, not the 
 import triton  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sass_counts import SHOWN, loops  # noqa: E402
+from sass_counts import SHOWN, cubin_sass, instructions, loops, opcodes, resource_usage  # noqa: E402
 
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
 from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG, HopperConfig, compile_for_sm90  # noqa: E402
@@ -46,23 +43,10 @@ VARIANTS = {
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")
 
 
-def _tool(name: str) -> str:
-    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
-
-
 def resources(cubin: bytes) -> dict:
-    """``cuobjdump -res-usage`` of the kernel: REG, STACK, SHARED, LOCAL (bytes per thread; > 0 means spills)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        text = subprocess.run([_tool("cuobjdump"), "-res-usage", str(path)], capture_output=True, text=True,
-                              check=True).stdout
-        sass = subprocess.run([_tool("cuobjdump"), "-sass", str(path)], capture_output=True, text=True,
-                              check=True).stdout
-    line = next(line for line in text.splitlines() if "REG:" in line)
-    fields = {key: int(value) for key, value in re.findall(r"(\w+):(\d+)", line)}
-    return {"registers": fields["REG"], "stack": fields["STACK"], "local": fields["LOCAL"],
-            "static_shared": fields["SHARED"], "sass": sass}
+    """``cuobjdump -res-usage`` of the kernel (registers, stack, local: bytes per thread, > 0 means spills; static
+    shared) and its SASS."""
+    return {**resource_usage(cubin), "sass": cubin_sass(cubin)}
 
 
 def hot_loop(sass: str) -> list[str]:
@@ -78,9 +62,8 @@ def report(variant: dict) -> dict:
     found = resources(kernel.asm["cubin"])
     sass = found.pop("sass")
     body = hot_loop(sass)
-    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] for text in body)
-    all_ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)).split()[0].split(".")[0]
-                                  for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass))
+    ops = opcodes(body)
+    all_ops = opcodes(text for _, text in instructions(sass))
     return {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
             "elements_per_thread": ELEMENTS_PER_THREAD, "per_element": len(body) / ELEMENTS_PER_THREAD,
             "loop_ops": dict(ops), "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0),

@@ -75,13 +75,37 @@ def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str,
     return cubin_sass(kernel.asm["cubin"]), kernel.metadata.shared
 
 
-def cubin_sass(cubin: bytes) -> str:
-    """The SASS of a cubin, by the cuobjdump Triton ships."""
+def _cuobjdump(cubin: bytes, flag: str) -> str:
+    """``cuobjdump FLAG`` of a cubin, by the cuobjdump Triton ships."""
     cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
-        return subprocess.run([str(cuobjdump), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([str(cuobjdump), flag, str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def cubin_sass(cubin: bytes) -> str:
+    """The SASS of a cubin."""
+    return _cuobjdump(cubin, "-sass")
+
+
+def resource_usage(cubin: bytes) -> dict:
+    """``cuobjdump -res-usage`` of a cubin: registers per thread, stack, local bytes (> 0 means spills) and static
+    shared bytes."""
+    line = next(line for line in _cuobjdump(cubin, "-res-usage").splitlines() if "REG:" in line)
+    fields = {key: int(value) for key, value in re.findall(r"(\w+):(\d+)", line)}
+    return {"registers": fields["REG"], "stack": fields["STACK"], "local": fields["LOCAL"],
+            "static_shared": fields["SHARED"]}
+
+
+def instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, text) of every SASS instruction."""
+    return [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+
+
+def opcodes(texts) -> collections.Counter:
+    """Instructions by opcode (predicate and modifiers dropped: ``@P0 LDS.128 ...`` counts as LDS)."""
+    return collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] for text in texts)
 
 
 # ---- index_topk's score kernel: whole-kernel counts per index-K dtype (one 128-token tile per block visited) -------
@@ -115,22 +139,8 @@ def index_counts(index_k_dtype: str, asm: bool) -> dict:
 
 def whole_kernel_counts(kernel) -> dict:
     """SASS instructions of a compiled kernel (all of it, every branch once), by opcode, and its shared bytes."""
-    sass = cubin_sass(kernel.asm["cubin"])
-    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)).split()[0].split(".")[0]
-                              for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass))
+    ops = opcodes(text for _, text in instructions(cubin_sass(kernel.asm["cubin"])))
     return {"instructions": sum(ops.values()), "ops": dict(ops), "shared": kernel.metadata.shared}
-
-
-def resource_usage(cubin: bytes) -> dict:
-    """Registers per thread and local-memory bytes (spills) of a cubin, by ``cuobjdump -res-usage``."""
-    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        out = subprocess.run([str(cuobjdump), "-res-usage", str(path)], capture_output=True, text=True,
-                             check=True).stdout
-    found = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out, re.S)
-    return {"registers": int(found.group(1)), "local_bytes": int(found.group(2))}
 
 
 # ---- fused_qknorm_rope_write: whole-kernel counts per tokens per program (TP4 rank: 16 q, 1 kv, 1 index head) -----
@@ -164,16 +174,12 @@ def write_variants() -> dict:
             f"tpp={tpp}, fp8 index-K": write_counts(tpp, index_fp8=True)}
 
 
-def _instructions(sass: str) -> list[tuple[int, str]]:
-    return [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
-
-
 def loops(sass: str) -> list[list[str]]:
     """The instructions of every span closed by a backward branch, in address order."""
-    instructions = _instructions(sass)
-    spans = sorted((int(branch.group(1), 16), address) for address, text in instructions
+    found = instructions(sass)
+    spans = sorted((int(branch.group(1), 16), address) for address, text in found
                    if (branch := re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)) and int(branch.group(1), 16) < address)
-    return [[text for address, text in instructions if begin <= address <= end] for begin, end in spans]
+    return [[text for address, text in found if begin <= address <= end] for begin, end in spans]
 
 
 def main_loop(sass: str) -> list[str]:
@@ -187,7 +193,7 @@ def main_loop(sass: str) -> list[str]:
 def loop_counts(config: decode.DecodeConfig) -> tuple[LoopCounts, str]:
     sass, shared = compile_sass(config)
     body = main_loop(sass)
-    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0] for text in body)
+    ops = opcodes(body)
     elements = config.block_n * 256 // (config.num_warps * 32)  # K and V, 128 dims each, per thread per trip
     return LoopCounts(len(body), ops, shared, elements), sass
 

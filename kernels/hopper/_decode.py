@@ -169,14 +169,9 @@ def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr, FAST: gl.c
     """words int32 [4, 32, 4, 4] (layout.K_WORDS_BASES), scale_pair int32 same shape and layout ((s, s) bf16x2 of the
     word's 32-block; FAST: ``window_scale_bf16x2``) -> K^T bf16 [4, 128, 32] in ``operand_layout`` (row k = head dim
     layout.qk_dim(k)); FAST: the values x 2**-WINDOW_SHIFT."""
-    if FAST:
-        p0, p1, p2, p3 = gl.inline_asm_elementwise(K_FAST_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
-                                                   dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
-                                                   pack=1)
-    else:
-        p0, p1, p2, p3 = gl.inline_asm_elementwise(K_DECODE_ASM, "=r,=r,=r,=r,r,r", [words, scale_pair],
-                                                   dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
-                                                   pack=1)
+    asm: gl.constexpr = K_FAST_ASM if FAST else K_DECODE_ASM
+    p0, p1, p2, p3 = gl.inline_asm_elementwise(asm, "=r,=r,=r,=r,r,r", [words, scale_pair],
+                                               dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
     pairs = gl.join(gl.join(unpack_bf16x2(p0), unpack_bf16x2(p1)), gl.join(unpack_bf16x2(p2), unpack_bf16x2(p3)))
     kt = gl.permute(gl.reshape(pairs, K_CHAIN_SHAPE.value), K_CHAIN_ORDER.value)
     kt = gl.reshape(kt, [WARPS, HEAD_DIM, TOKENS_PER_WARP])
@@ -188,16 +183,10 @@ def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.const
     """even / odd words int32 [4, 16, 8, 2] (token 32 w + 2 p + {0, 1}, chunk g, word), scale_pair int32 same shape
     ((even, odd) bf16x2 of the chunk's 32-block; FAST: ``window_scale_bf16x2``) -> V bf16 [4, 32, 128] in
     ``operand_layout`` (column n = head dim layout.pv_dim(n)); FAST: the values x 2**-WINDOW_SHIFT."""
-    if FAST:
-        r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
-            V_FAST_ASM, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
-            dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
-            pack=1)
-    else:
-        r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
-            V_DECODE_ASM, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
-            dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True,
-            pack=1)
+    asm: gl.constexpr = V_FAST_ASM if FAST else V_DECODE_ASM
+    r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
+        asm, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],
+        dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
     beta0 = gl.join(unpack_bf16x2(r0), unpack_bf16x2(r1))  # [..., par, nib]
     beta1 = gl.join(unpack_bf16x2(r2), unpack_bf16x2(r3))
     beta2 = gl.join(unpack_bf16x2(r4), unpack_bf16x2(r5))

@@ -121,52 +121,43 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     gl.store(v_out_ptr + w[:, None, None] * 4096 + t[None, :, None] * 128 + c[None, None, :], v)
 
 
-def test_decoded_operands_bit_exact():
+def _operands_match(seed, scale_bytes, fast, reference):
+    """Pages whose 8192 code bytes are 32 permutations of 0..255 and whose scale bytes sweep ``scale_bytes`` (each in
+    every block position over the 4 pages): the K^T and V operands decoded from the registers (the one-multiply
+    decode when ``fast``) hold, bit for bit, ``reference(values fp32 [128 tokens, 128 dims])`` as bf16 at the lane
+    map's (token, head dim)."""
     from atom_mxfp4.format import dequantize_mxfp4
     from atom_mxfp4.layout import data_view, scale_view
 
-    gen = torch.Generator().manual_seed(3)
+    gen = torch.Generator().manual_seed(seed)
     qk_dim = torch.tensor([L.qk_dim(k) for k in range(L.HEAD_DIM)])
     pv_dim = torch.tensor([L.pv_dim(n) for n in range(L.HEAD_DIM)])
     w, k, n = torch.meshgrid(torch.arange(4), torch.arange(128), torch.arange(32), indexing="ij")
     wv, t, c = torch.meshgrid(torch.arange(4), torch.arange(32), torch.arange(128), indexing="ij")
-    for page in range(4):  # every code byte in every position, scale bytes 1..254 over the pages
+    for page in range(4):
         rec = torch.empty(1, 1, L.RECORD_BYTES, dtype=torch.uint8)
         rec[0, 0, :L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten()
-        rec[0, 0, L.SCALE_OFFSET:] = ((torch.arange(512) + 128 * page) % 254 + 1).to(torch.uint8)
-        ref = dequantize_mxfp4(data_view(rec)[0, 0], scale_view(rec)[0, 0], torch.bfloat16).view(torch.int16)
+        rec[0, 0, L.SCALE_OFFSET:] = scale_bytes[(torch.arange(512) + 128 * page) % len(scale_bytes)]
+        ref = reference(dequantize_mxfp4(data_view(rec)[0, 0], scale_view(rec)[0, 0], torch.float32))
+        ref = ref.bfloat16().view(torch.int16)
         words = rec.to(DEV).view(torch.int32)
         kt = torch.empty(4, 128, 32, dtype=torch.bfloat16, device=DEV)
         v = torch.empty(4, 32, 128, dtype=torch.bfloat16, device=DEV)
         tables = torch.zeros(1, dtype=torch.int32, device=DEV)
-        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, False, num_warps=L.WARPS)
+        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, fast, num_warps=L.WARPS)
         assert torch.equal(kt.cpu().view(torch.int16), ref[32 * w + n, qk_dim[k]])
         assert torch.equal(v.cpu().view(torch.int16), ref[32 * wv + t, pv_dim[c]])
+
+
+def test_decoded_operands_bit_exact():
+    """The exact decode: every code byte, scale bytes 1..254 (the values are exact in bf16, or its Inf)."""
+    _operands_match(3, torch.arange(1, 255, dtype=torch.uint8), False, lambda values: values)
 
 
 def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_63():
-    from atom_mxfp4.format import dequantize_mxfp4
-    from atom_mxfp4.layout import data_view, scale_view
-
-    gen = torch.Generator().manual_seed(4)
-    qk_dim = torch.tensor([L.qk_dim(k) for k in range(L.HEAD_DIM)])
-    pv_dim = torch.tensor([L.pv_dim(n) for n in range(L.HEAD_DIM)])
-    w, k, n = torch.meshgrid(torch.arange(4), torch.arange(128), torch.arange(32), indexing="ij")
-    wv, t, c = torch.meshgrid(torch.arange(4), torch.arange(32), torch.arange(128), indexing="ij")
+    """The one-multiply decode: every code byte, every scale byte of the window and 0 (exact: normal or zero)."""
     inside = torch.tensor([0] + list(range(L.WINDOW_LOW, L.WINDOW_HIGH + 1)), dtype=torch.uint8)
-    for page in range(4):  # every code byte in every position, every scale byte of the window over the pages
-        rec = torch.empty(1, 1, L.RECORD_BYTES, dtype=torch.uint8)
-        rec[0, 0, :L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten()
-        rec[0, 0, L.SCALE_OFFSET:] = inside[(torch.arange(512) + 128 * page) % len(inside)]
-        exact = dequantize_mxfp4(data_view(rec)[0, 0], scale_view(rec)[0, 0], torch.float32)
-        ref = (exact * 2.0 ** -L.WINDOW_SHIFT).bfloat16().view(torch.int16)  # exact: normal or zero
-        words = rec.to(DEV).view(torch.int32)
-        kt = torch.empty(4, 128, 32, dtype=torch.bfloat16, device=DEV)
-        v = torch.empty(4, 32, 128, dtype=torch.bfloat16, device=DEV)
-        tables = torch.zeros(1, dtype=torch.int32, device=DEV)
-        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, True, num_warps=L.WARPS)
-        assert torch.equal(kt.cpu().view(torch.int16), ref[32 * w + n, qk_dim[k]])
-        assert torch.equal(v.cpu().view(torch.int16), ref[32 * wv + t, pv_dim[c]])
+    _operands_match(4, inside, True, lambda values: values * 2.0 ** -L.WINDOW_SHIFT)
 
 
 # ---- pa_decode -----------------------------------------------------------------------------------------------------
