@@ -10,7 +10,7 @@ import triton.language as tl
 
 from atom_mxfp4 import layout
 
-from ._mxfp4 import HEAD_DIM, PAGE_SIZE, _pow2_f64, e8m0_value
+from ._mxfp4 import HEAD_DIM, _pow2_f64, e8m0_value, slot_record
 
 FP8_DATA_BYTES = tl.constexpr(layout.FP8_DATA_BYTES)  # 128 e4m3 bytes per token
 FP8_SCALE_BYTES = tl.constexpr(layout.FP8_SCALE_BYTES)  # 4 e8m0 bytes per token
@@ -63,10 +63,7 @@ def store_fp8_tokens(cache_ptr, page_stride, slot, x_even, x_odd):
     inv = _pow2_f64(127 - e)[:, :, None]
     code_even = e4m3_code((x_even.to(tl.float64) * inv).to(tl.float32))
     code_odd = e4m3_code((x_odd.to(tl.float64) * inv).to(tl.float32))
-    write = slot >= 0
-    token = tl.where(write, slot, 0)
-    record = cache_ptr + (token // PAGE_SIZE) * page_stride  # [N]
-    offset = token % PAGE_SIZE
+    record, offset, write = slot_record(cache_ptr, page_stride, slot)  # [N]
     codes = tl.reshape(tl.join(code_even, code_odd), (x_even.shape[0], HEAD_DIM)).to(tl.uint8)  # element order
     base = (record + offset * FP8_DATA_BYTES)[:, None] + tl.arange(0, HEAD_DIM)[None, :]
     tl.store(base, codes, mask=write[:, None])

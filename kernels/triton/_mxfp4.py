@@ -112,6 +112,15 @@ def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
     return data, e.to(tl.uint8)
 
 
+@triton.jit
+def slot_record(cache_ptr, page_stride, slot):
+    """Cache-write addressing of tokens ``slot`` [N] (page ``slot // 128``, token ``slot % 128``): (the page's
+    record pointer [N], the token offset in it [N], whether to write [N]); slot < 0 (skipped) points at page 0."""
+    write = slot >= 0
+    token = tl.where(write, slot, 0)
+    return cache_ptr + (token // PAGE_SIZE) * page_stride, token % PAGE_SIZE, write
+
+
 # ---- dequantize (reader side) -----------------------------------------------------------------------------------
 @triton.jit
 def e2m1_unscaled(nibble):

@@ -27,8 +27,8 @@ from atom_mxfp4.format import ScaleMode
 from atom_mxfp4.layout import qkv_rows
 from atom_mxfp4.index_k import IndexKDtype
 
-from ._mxfp4 import DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
-    quantize_pair, to_output
+from ._mxfp4 import DATA_BYTES, HEAD_DIM, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
+    quantize_pair, slot_record, to_output
 from ._fp8 import store_fp8_tokens
 
 
@@ -82,10 +82,8 @@ def _store_cache(cache_ptr, page_stride, head, slot, y, SCALE_MODE: tl.constexpr
     scale bytes; tokens with slot < 0 write nothing."""
     x_even, x_odd = _pairs(y)
     data, scale = quantize_pair(x_even, x_odd, SCALE_MODE)  # [TPP, 4, 16], [TPP, 4]
-    write = slot >= 0
-    page = tl.where(write, slot, 0) // PAGE_SIZE
-    offset = tl.where(write, slot, 0) % PAGE_SIZE
-    record = cache_ptr + page * page_stride + head.to(tl.int64) * RECORD_BYTES  # [TPP]
+    page_record, offset, write = slot_record(cache_ptr, page_stride, slot)
+    record = page_record + head.to(tl.int64) * RECORD_BYTES  # [TPP]
     data_ptr = (record + offset * DATA_BYTES)[:, None] + tl.arange(0, DATA_BYTES)[None, :]
     tl.store(data_ptr, tl.reshape(data, (y.shape[0], DATA_BYTES)), mask=write[:, None])
     scale_ptr = (record + SCALE_OFFSET + offset * SCALE_BYTES)[:, None] + tl.arange(0, SCALE_BYTES)[None, :]
