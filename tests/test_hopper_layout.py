@@ -163,9 +163,9 @@ def test_constants_are_design_section_4():
 def test_dim_orders_are_permutations_and_out_columns_undo_pv_dim():
     assert sorted(qk_dims()) == list(range(128)) and sorted(pv_dims()) == list(range(128))
     assert all(L.pv_dim(n) == 16 * (n & 7) + (n >> 3) for n in range(128))
-    columns = np.arange(L.BLOCK_H * L.HEAD_DIM).reshape(L.BLOCK_H, L.HEAD_DIM)  # [head, n] ids
-    restored = columns.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(L.BLOCK_H, L.HEAD_DIM)
-    assert np.array_equal(restored[:, pv_dims()], columns)  # restored[:, d] is column n with pv_dim(n) = d
+    columns = np.arange(L.WARPS * L.BLOCK_H * L.HEAD_DIM).reshape(L.WARPS, L.BLOCK_H, L.HEAD_DIM)  # [w, head, n]
+    restored = columns.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(columns.shape)
+    assert np.array_equal(restored[:, :, pv_dims()], columns)  # restored[w, :, d] is column n with pv_dim(n) = d
 
 
 # ---- the loads: which words each lane reads ------------------------------------------------------------------------
@@ -456,11 +456,11 @@ def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, l
         l_sum = l_sum * alpha + p.sum(axis=2)
         acc = acc * alpha[:, :, None] + np.einsum("whk,wkn->whn", _round_bf16(p) * (WINDOW if fast else 1.0), v)
         m = m_new
+    acc = acc.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(acc.shape)  # per warp, as the kernel
     m_all = m.max(axis=0)
     weight = np.exp2(m - np.where(m_all == -np.inf, 0.0, m_all)[None, :])
     total = (l_sum * weight).sum(axis=0)
     o = (acc * weight[:, :, None]).sum(axis=0)
-    o = o.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(L.BLOCK_H, L.HEAD_DIM)
     out = np.where(total[:, None] > 0, o / np.where(total > 0, total, 1.0)[:, None], 0.0 if context == 0 else np.nan)
     return out[:group]
 

@@ -57,6 +57,17 @@ def hot_loop(sass: str) -> list[str]:
     return found[0]
 
 
+def outside_loop(sass: str, body: list[str]) -> dict:
+    """Instructions and CTA barriers before the hot loop (the prologue) and after it (the epilogue; with the default
+    decode also the exact fallback pass and, split, the merge): each runs once per program, so at small batches
+    (one or two pages per program) they are most of a program's time."""
+    texts = [text for _, text in instructions(sass)]
+    first = texts.index(body[0])
+    before, after = texts[:first], texts[first + len(body):]
+    return {"before": len(before), "before_bar": opcodes(before).get("BAR", 0),
+            "after": len(after), "after_bar": opcodes(after).get("BAR", 0)}
+
+
 def report(variant: dict) -> dict:
     kernel = compile_for_sm90(**variant)
     found = resources(kernel.asm["cubin"])
@@ -67,6 +78,7 @@ def report(variant: dict) -> dict:
     return {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
             "elements_per_thread": ELEMENTS_PER_THREAD, "per_element": len(body) / ELEMENTS_PER_THREAD,
             "loop_ops": dict(ops), "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0),
+            "outside_loop": outside_loop(sass, body),
             "_asm": {"sass": sass, "ptx": kernel.asm["ptx"], "ttgir": kernel.asm["ttgir"]}}
 
 
@@ -96,6 +108,11 @@ def main() -> None:
         print(f"| {name} | {r['registers']} | {r['local']} | {r['dynamic_shared']} | {r['loop_instructions']} | "
               f"{r['elements_per_thread']} | {r['per_element']:.2f} | "
               + " | ".join(str(r["loop_ops"].get(op, 0)) for op in HOPPER_SHOWN) + " |")
+    print("\nOutside the hot loop (once per program): instructions and CTA barriers (BAR)\n")
+    print("| variant | before the loop | BAR | after the loop | BAR |\n|---|---:|---:|---:|---:|")
+    for name, r in results.items():
+        o = r["outside_loop"]
+        print(f"| {name} | {o['before']} | {o['before_bar']} | {o['after']} | {o['after_bar']} |")
 
 
 if __name__ == "__main__":

@@ -90,10 +90,11 @@ V_CHAIN_ORDER = [0, 1, 4, 3, 7, 6, 5, 2]
 # chunk -> d0..d3, i.e. pv_dim(n) = 16 (n & 7) + (n >> 3)
 PV_DIM_BITS = (4, 5, 6, 0, 1, 2, 3)
 
-# the output accumulator's columns n (head dim pv_dim(n)) back in head-dim order: [16, 128] viewed as
-# [16, n >> 3, n & 7], permuted to [16, n & 7, n >> 3] and flattened is index 16 (n & 7) + (n >> 3) = pv_dim(n)
-OUT_COLUMNS_SHAPE = [BLOCK_H, 16, 8]
-OUT_COLUMNS_ORDER = [0, 2, 1]
+# each warp's output accumulator columns n (head dim pv_dim(n)) back in head-dim order, in registers before the warps
+# combine: [4, 16, 128] viewed as [4, 16, n >> 3, n & 7], permuted to [4, 16, n & 7, n >> 3] and flattened is index
+# 16 (n & 7) + (n >> 3) = pv_dim(n)
+OUT_COLUMNS_SHAPE = [WARPS, BLOCK_H, 16, 8]
+OUT_COLUMNS_ORDER = [0, 1, 3, 2]
 
 # ---- the one-multiply decode ("window"; docs/hopper.md "One multiply per pair") --------------------------------------
 # The exact decode multiplies each placed pair (e2m1 x 2**-126) by 2**126 and by the scale 2**(e - 127). The window

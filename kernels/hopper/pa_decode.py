@@ -7,7 +7,8 @@ Sentinels / guarantees:
 - tokens t >= context_lens[r] are never loaded: their 16-byte code chunks and 4-byte scale words are masked out of
   the global -> shared copies (cp.async zero-fills them), so NaN / Inf / scale 255 there cannot reach ``out``, and
   their logits are -inf before the softmax;
-- table entries past ``ceil(context_lens[r] / 128)`` (and past the program's split) are never read;
+- the pages of table entries past ``ceil(context_lens[r] / 128)`` are never read (the entries themselves may be
+  loaded, inside the table's width, so that the first copies need not wait for the context length);
 - ``context_lens[r] == 0`` writes zeros;
 - non-finite logits follow docs/api.md: a NaN or +inf logit of an attended token makes that head's row NaN, a -inf
   logit gives its token weight 0, a row whose logits are all -inf is NaN (0 / 0).
@@ -72,7 +73,15 @@ RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))  # [stages, 12
 Q_LOAD = gl.constexpr(gl.BlockedLayout([1, 8], [2, 16], [L.WARPS, 1], [1, 0]))  # [16, 128] bf16, 16 B per load
 Q_BITS_SHAPE = gl.constexpr(L.Q_BITS_SHAPE)
 Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
-MERGE = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [16, 128] fp32
+MERGE_TRIP = gl.constexpr(8)  # partials per trip of the in-launch split merge (_merge_row)
+PARTIALS = gl.constexpr(gl.BlockedLayout([MERGE_TRIP.value, 1, 4], [1, 4, 8], [1, L.WARPS, 1], [2, 1, 0]))
+# the warp combine: [4 warps, 16, 128] fp32 with the warp dimension in each thread's registers, so the sum over warps
+# is register-only after one trip through shared memory (COMBINE_SMEM: 16-byte units swizzled by row)
+COMBINE = gl.constexpr(gl.BlockedLayout([L.WARPS, 1, 4], [1, 4, 8], [1, L.WARPS, 1], [2, 1, 0]))
+COMBINE_OUT = gl.constexpr(gl.SliceLayout(0, COMBINE.value))  # [16, 128]: 4 consecutive head dims per thread
+COMBINE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(4, 1, 8, [2, 1, 0]))
+STATE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [2, 4 warps, 16]: m and l ([4, 16] stages)
+Q_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [16, 128] bf16 Q, once per program
 WINDOW_QUERY_MAX = gl.constexpr(L.WINDOW_QUERY_MAX)
 
 
@@ -80,9 +89,11 @@ _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barr
 
 # ---- device code ---------------------------------------------------------------------------------------------------
 @gluon.jit
-def _page_id(tables_ptr, table_base, page_index, page_end):
-    """The table entry of page ``page_index`` of the row (0, never read, when page_index >= page_end)."""
-    return gl.load(tables_ptr + table_base + page_index, mask=page_index < page_end, other=0)
+def _page_id(tables_ptr, table_base, page_index, table_end):
+    """The table entry of page ``page_index`` of the row (0 when page_index >= table_end). table_end does not depend
+    on the context, so this load does not wait for it; an entry past the context is loaded but never used for an
+    address that is read (its page's copies are masked off: ``_issue_page``)."""
+    return gl.load(tables_ptr + table_base + page_index, mask=page_index < table_end, other=0)
 
 
 @gluon.jit
@@ -121,8 +132,9 @@ def _load_query(q_ptr, row, group):
 
 @gluon.jit
 def _q_operand(q):
-    """Q [16, 128] in operand column order -> the A operand [4 warps, 16, 128] (every warp holds all of it)."""
-    one = gl.convert_layout(q, gl.SliceLayout(0, A_OPERAND))
+    """Q [16, 128] in operand column order -> the A operand [4 warps, 16, 128] (every warp holds all of it): one trip
+    through shared memory (a convert_layout took 8 rounds through the compiler's scratch, 16 CTA barriers)."""
+    one = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, HEAD_DIM], Q_SMEM, q).load(gl.SliceLayout(0, A_OPERAND))
     return gl.broadcast(gl.expand_dims(one, 0), gl.zeros([WARPS, BLOCK_H, HEAD_DIM], gl.bfloat16, A_OPERAND))[0]
 
 
@@ -195,20 +207,20 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
 
 
 @gluon.jit
-def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context, page_begin, page_end, scale,
+def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, context, page_begin, page_end, scale,
             k_codes, k_scales, v_codes, v_scales, STAGES: gl.constexpr, FAST: gl.constexpr):
     """Pages [page_begin, page_end) of the row through the ring -> per warp (m, l, O) and whether the pass was exact:
     always with FAST False; with FAST (the one-multiply decode) only if every scale byte streamed and every query
     element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
+    q = _load_query(q_ptr, row, group)  # first: its latency overlaps the table loads and copies below
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 pages in flight
-        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, table_base, page_begin + s, page_end), context,
+        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, table_base, page_begin + s, table_end), context,
                     page_begin + s, page_end, s, k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
     # the table entry of the next page to copy, loaded one loop trip before its copy is issued (a copy's addresses
     # need its page id: loaded just before, the load's latency stalled every trip)
-    next_id = _page_id(tables_ptr, table_base, page_begin + STAGES - 1, page_end)
+    next_id = _page_id(tables_ptr, table_base, page_begin + STAGES - 1, table_end)
 
-    q = _load_query(q_ptr, row, group)
     misses = gl.zeros([PAGE], gl.int32, COPY_SCALES)  # the window check: bit 7 of a byte = a scale byte outside
     if FAST:  # a query element outside the window counts as a miss (one register live over the loop, not two)
         magnitude = gl.abs(q.to(gl.float32))
@@ -227,7 +239,7 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context, pa
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
-        next_id = _page_id(tables_ptr, table_base, page_index + STAGES, page_end)
+        next_id = _page_id(tables_ptr, table_base, page_index + STAGES, table_end)
         if FAST:  # each thread checks the K and V scale words of one token of the page
             misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
                 | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
@@ -241,17 +253,53 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context, pa
 
 
 @gluon.jit
+def _combine_warps(m_i, l_i, acc):
+    """The 4 warps' (m, l, O) of each head -> the program's (m [16], l [16], O [16, 128 head dims]) in COMBINE_OUT:
+    every warp stores its state to shared memory once (O with its columns n relabelled to head dims pv_dim(n) in
+    registers first), and after one barrier each thread reads every warp's values of its outputs and combines them in
+    registers (the compiler's cross-warp reductions and layout conversions took ~1000 instructions and 19 barriers).
+    A warp without tokens (m -inf) gets weight 0."""
+    acc = gl.reshape(gl.permute(gl.reshape(acc, OUT_COLUMNS_SHAPE.value), OUT_COLUMNS_ORDER.value),
+                     [WARPS, BLOCK_H, HEAD_DIM])
+    state = gl.allocate_shared_memory(gl.float32, [2, WARPS, BLOCK_H], STATE_SMEM)  # m, l: live beside O (one
+    state.index(0).store(m_i)  # barrier for all three; buffers allocated one after the other were aliased, each
+    state.index(1).store(l_i)  # behind its own pair of barriers)
+    o_smem = gl.allocate_shared_memory(gl.float32, [WARPS, BLOCK_H, HEAD_DIM], COMBINE_SMEM, acc)
+    state_layout: gl.constexpr = gl.SliceLayout(2, COMBINE)
+    m_w = state.index(0).load(state_layout)
+    l_w = state.index(1).load(state_layout)
+    o_w = o_smem.load(COMBINE)
+    m_all = gl.max(m_w, axis=0)  # [16]
+    m_safe = gl.where(m_all == float("-inf"), 0.0, m_all)
+    weight = gl.exp2(m_w - m_safe[None, :])  # [4, 16]; 0 for a warp without tokens
+    l_sum = gl.sum(l_w * weight, axis=0)
+    o = gl.sum(o_w * weight[:, :, None], axis=0)  # [16, 128 head dims]
+    head_layout: gl.constexpr = gl.SliceLayout(1, COMBINE_OUT)
+    return (gl.convert_layout(m_all, head_layout, assert_trivial=True),
+            gl.convert_layout(l_sum, head_layout, assert_trivial=True), o)
+
+
+@gluon.jit
 def _program_pages(context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale,
-                   HAS_QUERY_SCALE: gl.constexpr):
-    """(row, context, page_begin, page_end, table_base, logit scale) of this program (row, split)."""
-    row = gl.program_id(0).to(gl.int64)
+                   HAS_QUERY_SCALE: gl.constexpr, AGAIN: gl.constexpr = False):
+    """(row, context, page_begin, page_end, table_base, table_end, logit scale) of this program (row, split):
+    pages [page_begin, page_end) are attended; table entries [page_begin, table_end) may be loaded (the split's entries
+    inside the table's width, ``table_stride``: tables are contiguous), without waiting for the context. AGAIN: for the
+    exact fallback pass, the row read through an opaque register move, so that the compiler derives every address
+    of that pass again instead of keeping the first pass's values live (spilled) across the hot loop."""
+    row = gl.program_id(0)
+    if AGAIN:
+        row = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [row], dtype=gl.int32, is_pure=False,
+                                        pack=1)
+    row = row.to(gl.int64)
     context = gl.load(context_lens_ptr + row)
     page_begin = gl.program_id(1) * pages_per_split
     page_end = gl.minimum(page_begin + pages_per_split, gl.cdiv(context, PAGE))
     scale = logit_scale
     if HAS_QUERY_SCALE:
         scale = scale * gl.load(query_scale_ptr + row)
-    return row, context, page_begin, page_end, row * table_stride, scale
+    table_end = gl.minimum(page_begin + pages_per_split, table_stride)
+    return row, context, page_begin, page_end, row * table_stride, table_end, scale
 
 
 @gluon.jit
@@ -266,36 +314,27 @@ def _pa_decode_kernel(
     k_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     v_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
     v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
-    row, context, page_begin, page_end, table_base, scale = _program_pages(
+    row, context, page_begin, page_end, table_base, table_end, scale = _program_pages(
         context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE)
-    m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context, page_begin,
-                                   page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE)
+    m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, context,
+                                   page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES,
+                                   FAST_DECODE)
     if FAST_DECODE:
         if not exact:  # a scale byte or a query element outside the window: the same pages with the exact decode
             _cta_barrier()  # every warp is done with the ring
-            # the program's values are derived again rather than kept live over the hot loop (a spilled register)
-            row, context, page_begin, page_end, table_base, scale = _program_pages(
-                context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE)
-            m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, context,
+            # the program's values are derived again (AGAIN) rather than kept live over the hot loop (spilled registers)
+            row, context, page_begin, page_end, table_base, table_end, scale = _program_pages(
+                context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE, True)
+            m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, context,
                                        page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES,
                                        False)
     row = gl.program_id(0).to(gl.int64)
     split = gl.program_id(1)
     context = gl.load(context_lens_ptr + row)
 
-    # ---- merge the 4 warps' (m, l, O) of each head
-    m_all = gl.max(m_i, axis=0)  # [16]
-    m_safe = gl.where(m_all == float("-inf"), 0.0, m_all)
-    weight = gl.exp2(m_i - m_safe[None, :])  # [4, 16]; 0 for a warp without tokens
-    l_sum = gl.sum(l_i * weight, axis=0)
-    o = gl.sum(acc * weight[:, :, None], axis=0)  # [16, 128 (column n)]
-    # columns n -> head dims layout.pv_dim(n) = 16 (n & 7) + (n >> 3): un-permute in registers
-    o = gl.reshape(gl.permute(gl.reshape(o, OUT_COLUMNS_SHAPE.value), OUT_COLUMNS_ORDER.value), [BLOCK_H, HEAD_DIM])
-    o = gl.convert_layout(o, MERGE)
-    l_sum = gl.convert_layout(l_sum, gl.SliceLayout(1, MERGE))
-    m_all = gl.convert_layout(m_all, gl.SliceLayout(1, MERGE))
-    head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, MERGE))
-    dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, MERGE))
+    m_all, l_sum, o = _combine_warps(m_i, l_i, acc)
+    head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, COMBINE_OUT))
+    dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, COMBINE_OUT))
     # l > 0: a softmax; l == 0: no token, or every logit -inf; l NaN: a NaN or +inf logit (docs/api.md)
     has_tokens = l_sum > 0.0
     out = o / gl.where(has_tokens, l_sum, 1.0)[:, None]
@@ -318,48 +357,38 @@ def _pa_decode_kernel(
 
 
 @gluon.jit
-def _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, split, head, dim):
-    """(lse [16], out [16, 128]) of split ``split`` of the row from L2 (.cg: another program wrote them); a split past
-    the last reads nothing: lse -inf (weight 0), out 0."""
-    present = split < num_splits
-    base = (row * num_splits + split) * BLOCK_H
-    lse = gl.load(part_lse_ptr + base + head, mask=present & (head < BLOCK_H), other=float("-inf"),
-                  cache_modifier=".cg")
-    part = gl.load(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :],
-                   mask=present & (head < BLOCK_H)[:, None], other=0.0, cache_modifier=".cg")
-    return lse, part
-
-
-@gluon.jit
-def _merge_partial(m_i, l_i, acc, lse, part):
-    """Online-softmax merge of one partial (lse in log2 units) into (m, l, acc)."""
-    m_new = gl.maximum(m_i, lse)
-    m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
-    alpha = gl.exp2(m_i - m_safe)
-    weight = gl.exp2(lse - m_safe)
-    return m_new, l_i * alpha + weight, acc * alpha[:, None] + part * weight[:, None]
-
-
-@gluon.jit
 def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_splits):
     """out[row] = sum_s w_s * part_out[row, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all
     -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. The partials are read
-    four splits per trip so that their loads are in flight together (one split per trip waited for each partial's
-    round trip to L2 in turn)."""
-    head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, MERGE))
-    dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, MERGE))
-    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(1, MERGE))
-    l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(1, MERGE))
-    acc = gl.zeros([BLOCK_H, HEAD_DIM], gl.float32, MERGE)
-    for first in range(0, num_splits, 4):  # 4 splits a trip: their loads are in flight together
-        lse0, part0 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first, head, dim)
-        lse1, part1 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first + 1, head, dim)
-        lse2, part2 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first + 2, head, dim)
-        lse3, part3 = _load_partial(part_out_ptr, part_lse_ptr, row, num_splits, first + 3, head, dim)
-        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse0, part0)
-        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse1, part1)
-        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse2, part2)
-        m_i, l_i, acc = _merge_partial(m_i, l_i, acc, lse3, part3)
+    from L2 (.cg: other programs wrote them) MERGE_TRIP splits per trip as one [splits, 16, 128] block whose split
+    dimension lies in each thread's registers, so a trip's loads are in flight together and the sums over splits are
+    register-only; splits past the last read nothing (lse -inf: weight 0)."""
+    split = gl.arange(0, MERGE_TRIP, layout=gl.SliceLayout(1, gl.SliceLayout(2, PARTIALS)))
+    head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, gl.SliceLayout(2, PARTIALS)))
+    dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, gl.SliceLayout(1, PARTIALS)))
+    rows_layout: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(0, PARTIALS))  # [16] beside acc [16, 128]
+    m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(0, gl.SliceLayout(2, PARTIALS)))
+    l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(0, gl.SliceLayout(2, PARTIALS)))
+    acc = gl.zeros([BLOCK_H, HEAD_DIM], gl.float32, gl.SliceLayout(0, PARTIALS))
+    for first in range(0, num_splits, MERGE_TRIP):
+        present = first + split < num_splits
+        slot = (row * num_splits + first + split) * BLOCK_H  # [trip]
+        lse = gl.load(part_lse_ptr + slot[:, None] + head[None, :], mask=present[:, None] & (head < BLOCK_H)[None, :],
+                      other=float("-inf"), cache_modifier=".cg")  # [trip, 16]
+        part = gl.load(part_out_ptr + (slot[:, None, None] + head[None, :, None]) * HEAD_DIM + dim[None, None, :],
+                       mask=(present[:, None] & (head < BLOCK_H)[None, :])[:, :, None], other=0.0,
+                       cache_modifier=".cg")  # [trip, 16, 128]
+        m_new = gl.maximum(m_i, gl.max(lse, axis=0))
+        m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = gl.exp2(m_i - m_safe)
+        weight = gl.exp2(lse - m_safe[None, :])  # [trip, 16]; NaN for a NaN lse, which then reaches l and the head
+        l_i = l_i * alpha + gl.sum(weight, axis=0)
+        acc = (acc * gl.convert_layout(alpha, rows_layout, assert_trivial=True)[:, None]
+               + gl.sum(part * weight[:, :, None], axis=0))
+        m_i = m_new
+    l_i = gl.convert_layout(l_i, rows_layout, assert_trivial=True)
+    head = gl.convert_layout(head, rows_layout, assert_trivial=True)
+    dim = gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, PARTIALS)), assert_trivial=True)
     out = acc / gl.where(l_i > 0.0, l_i, 1.0)[:, None]
     out = gl.where((l_i > 0.0)[:, None], out, gl.where(context > 0, float("nan"), 0.0))
     gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),

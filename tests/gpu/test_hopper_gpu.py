@@ -163,7 +163,7 @@ def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_63():
 # ---- pa_decode -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, None), (5, 7, 65, 9),
                                                      (512, 16, 8, 1), (1, 16, 64, None), (3, 1, 2, 2),
-                                                     (4, 16, 7, 2)])
+                                                     (4, 16, 7, 2), (2, 16, 16, None), (3, 16, 12, 12)])
 def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
     gen = torch.Generator().manual_seed(rows + width)
     lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
