@@ -414,7 +414,7 @@ DEFAULT_CONFIG = HopperConfig()
 NUM_WARPS = L.WARPS  # the layouts are written for 4 warps
 MIN_PAGES_PER_SPLIT = 2  # a split of one page would spend its time in the prologue / epilogue
 FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only while each keeps this many pages
-MAX_SPLITS = 64  # the row's last split merges the partials one after another (342 partials: 105 us for 1 x 131K)
+MAX_SPLITS = 64  # the row's last split merges the partials, MERGE_TRIP a trip (342 partials: 105 us for 1 x 131K)
 ONE_PAGE_SPLIT_WIDTH = 16  # tables this narrow split one page per program when rows x width <= SMs (H200 sweep
 # 2026-12-03: 1 / 4 / 8 rows x 16 pages 10.5 / 11.0 / 11.7 us at 16 splits against 11.0 / 11.8 / 12.4 at 8;
 # 16 rows x 16 pages and 1 row x 64 pages were slower that way)
