@@ -110,7 +110,12 @@ SWEEP_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 
 def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = False) -> None:
     """Every forced split count per shape (``make_plan(num_splits=s)``), the policy's own pick and the Triton kernel,
-    same run: the data ``num_splits_for`` is fitted to. Writes out/split_sweep.json."""
+    same run: the data ``num_splits_for`` is fitted to. Writes out/split_sweep.json, and out/launch_floor.json: a
+    trivial kernel timed the same way (us per call), the floor under the small shapes' times."""
+    x = torch.zeros(16, device=DEV)
+    floor = {"launch_floor_us": round(1e3 * graph_time_ms([lambda: x.add_(1)] * 32, reps=reps), 2)}
+    print(json.dumps(floor), flush=True)
+    (out / "launch_floor.json").write_text(json.dumps(floor))
     records = []
     for rows, width, context in shapes:
         q, lens, sets = make_inputs(rows, width, context, sets_for(rows * context * 2 * MX_TOKEN, budget=2 * 2**30))

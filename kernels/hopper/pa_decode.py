@@ -401,7 +401,7 @@ class HopperConfig:
     # Chosen before any GPU run (docs/hopper.md): 4 warps (one 32-token quarter of the page each), 4 ring stages
     # (4 x 17408 B = 68 KB of records in flight per program), no register cap. programs_per_sm is what the split
     # policy counts as one wave per SM: 3 from the sm_90 compile (168 registers x 128 threads -> 3 programs in the
-    # 64K-register file; 3 x 69 KB shared fits the 228 KB), not yet measured on the H200.
+    # 64K-register file; 3 x 72 KB shared fits the 228 KB), not yet measured on the H200.
     stages: int = 4
     programs_per_sm: int = 3
     maxnreg: int | None = 168  # the direct kernel's own count: keeps the query_scale variant (191 uncapped) at 3
