@@ -24,7 +24,7 @@ import torch
 
 from . import kernels  # noqa: F401  (the package whose folders are the backends; installed as atom_mxfp4.kernels)
 from .errors import expect
-from .registry import OPS, REFERENCE_BACKEND, registered  # noqa: F401
+from .registry import FUSED_OPS, OPS, REFERENCE_BACKEND, registered  # noqa: F401
 
 
 class BackendUnavailable(RuntimeError):
@@ -63,6 +63,8 @@ def _compose(name: str) -> SimpleNamespace:
     """The op table of ``name``: the ops it ships, the rest from the backend it borrows from."""
     backend = registered()[name]
     table = {} if backend.borrows is None else vars(_compose(backend.borrows)).copy()
+    for op in FUSED_OPS:  # never borrowed: it would run the lender's pa_decode
+        table.pop(op, None)
     shipped = backend.load()
     table.update({op: getattr(shipped, op) for op in backend.ships})
     table["name"] = name

@@ -1,8 +1,10 @@
 """SparseMXFP4Attention: the MiniMax-M3 attention of one layer over MXFP4 paged caches.
 
-Per step and layer (DESIGN §1): fused QK-norm + RoPE + MXFP4 cache write, then (sparse layers) index top-k and
-sparse tables, then pa_decode with one query token per row, for prefill and decode alike. Dense layers attend
-over the request's whole block table. Batches may mix prefill (with or without a cached prefix, chunked) and
+Per step and layer (DESIGN §1): fused QK-norm + RoPE + MXFP4 cache write, then (sparse layers) index top-k, then
+``ops.attend``: pa_decode with one query token per row over the sparse tables of the top-k blocks (sparse layers) or
+the request's whole block table (dense layers), for prefill and decode alike; one launch on the Hopper backend,
+which reads the block table and the top-k ids itself, the composition of build_sparse_tables / dense_tables and
+pa_decode elsewhere. Batches may mix prefill (with or without a cached prefix, chunked) and
 decode requests: every new token is one row. Metadata is an explicit dataclass, never a global.
 """
 
@@ -242,30 +244,21 @@ class SparseMXFP4Attention:
             current[name] = moved
         return current
 
-    def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, check: bool = True):
-        """Sparse tables [T * nkv, topk] and context lengths [T * nkv] for the rows of ``meta``."""
+    def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, check: bool = True,
+               positions: torch.Tensor | None = None):
+        """Top-k blocks [nkv, T, topk] of the rows of ``meta`` (index_topk; ``forward`` hands them to ops.attend).
+        ``positions``: meta.positions as int32, when the caller has it already."""
         c = self.config
-        rows, positions = meta.token_request, meta.positions.to(torch.int32)
-        topk_blocks = ops.index_topk(idx_q, caches.index_k, meta.block_table, rows, positions, topk=c.topk,
-                                     init_blocks=c.init_blocks, local_blocks=c.local_blocks,
-                                     index_k_dtype=c.index_k_dtype, backend=self.backend, check=check)
-        tables, lens = ops.build_sparse_tables(topk_blocks, meta.block_table, rows, positions,
-                                               num_kv_heads=c.num_kv_heads, backend=self.backend, check=check)
-        return tables, lens, topk_blocks
-
-    def dense_tables(self, meta: AttentionMetadata):
-        """Dense layers: row ``t * nkv + h`` sees its request's whole table (folded), ``position + 1`` tokens."""
-        nkv = self.config.num_kv_heads
-        pages = meta.block_table[meta.token_request.long()].long()  # [T, max_pages]
-        heads = torch.arange(nkv, device=pages.device)
-        tables = (pages[:, None, :] * nkv + heads[None, :, None]).reshape(-1, pages.shape[1])
-        lens = (meta.positions + 1).repeat_interleave(nkv)
-        return tables.to(torch.int32).contiguous(), lens.to(torch.int32)
+        positions = meta.positions.to(torch.int32) if positions is None else positions
+        return ops.index_topk(idx_q, caches.index_k, meta.block_table, meta.token_request,
+                              positions, topk=c.topk, init_blocks=c.init_blocks,
+                              local_blocks=c.local_blocks, index_k_dtype=c.index_k_dtype, backend=self.backend,
+                              check=check)
 
     def validate(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches) -> None:
         """Everything ``forward`` needs, checked before its first cache write, so a refused step leaves the caches
         byte-identical: the fused write's arguments (the same check as the op's) and the metadata every later op
-        reads (the checks of index_topk / build_sparse_tables / pa_decode on it; their other inputs are made by the
+        reads (the checks of index_topk / attend on it; their other inputs are made by the
         ops before them and are valid by construction). Host syncs; ``forward(check=True)`` runs it."""
         c = self.config
         expect(isinstance(meta, AttentionMetadata), "meta", "an AttentionMetadata", type(meta).__name__, TypeError)
@@ -317,16 +310,16 @@ class SparseMXFP4Attention:
             num_q_heads=c.num_q_heads, num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads,
             rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype,
             index_k_dtype=c.index_k_dtype, backend=self.backend, check=False)
-        topk_blocks = None
-        if c.sparse:
-            tables, lens, topk_blocks = self.select(idx_q, meta, caches, check=False)
-        else:
-            tables, lens = self.dense_tables(meta)
+        positions = meta.positions.to(torch.int32)
+        topk_blocks = self.select(idx_q, meta, caches, check=False, positions=positions) if c.sparse else None
         num_tokens = qkv.shape[0]
         out = torch.empty(num_tokens * c.num_kv_heads, c.group, c.head_dim, dtype=torch.bfloat16, device=qkv.device)
         plan = meta.pa_decode_plan(c, qkv.device, self.backend)  # the batch's: made by the first layer or the runner
-        ops.pa_decode(out, q.reshape(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v, tables,
-                      lens, softmax_scale=c.softmax_scale, plan=plan, backend=self.backend, check=False)
+        # dense: the request's pages; sparse: its top-k blocks (one launch where the backend fuses the tables)
+        ops.attend(out, q.reshape(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v,
+                   meta.block_table, meta.token_request, positions, num_kv_heads=c.num_kv_heads,
+                   topk_blocks=topk_blocks, softmax_scale=c.softmax_scale, plan=plan, backend=self.backend,
+                   check=False)
         out = out.view(num_tokens, c.num_q_heads * c.head_dim)
         return (out, topk_blocks) if return_topk else out
 

@@ -228,6 +228,26 @@ def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, bloc
              f"{int(ids[r, h, k])} at index {k})")
 
 
+def _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block):
+    """build_sparse_tables' (and sparse attend's) inputs; host syncs."""
+    expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
+           TypeError)
+    expect_dtype(topk_blocks, "topk_blocks", INDEX)
+    expect(topk_blocks.dim() == 3, "topk_blocks", "of shape [kv_heads, rows, topk]", list(topk_blocks.shape))
+    expect_contiguous(topk_blocks, "topk_blocks")
+    nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
+    expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
+    expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
+           topk_blocks.shape[2])
+    ppb = expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
+    # folded ids page * nkv + h must fit int32
+    check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
+               (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
+    blocks_per_row = block_table.shape[1] // ppb
+    _in_range(topk_blocks, "topk_blocks", NO_BLOCK, max(blocks_per_row, 0))
+    _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, num_kv_heads, pages_per_block=1,
                         backend=None, check=True):
@@ -241,25 +261,48 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
     topk <= MAX_TOPK, pages_per_block <= MAX_PAGES_PER_BLOCK.
     """
     if check:
-        expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
-               TypeError)
-        expect_dtype(topk_blocks, "topk_blocks", INDEX)
-        expect(topk_blocks.dim() == 3, "topk_blocks", "of shape [kv_heads, rows, topk]", list(topk_blocks.shape))
-        expect_contiguous(topk_blocks, "topk_blocks")
-        nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
-        expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
-        expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
-               topk_blocks.shape[2])
-        ppb = expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
-        # folded ids page * nkv + h must fit int32
-        check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
-                   (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
-        blocks_per_row = block_table.shape[1] // ppb
-        _in_range(topk_blocks, "topk_blocks", NO_BLOCK, max(blocks_per_row, 0))
-        _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
+        _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block)
     impl = resolve_backend(backend, topk_blocks.device)
     return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
                                     num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
+
+
+def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -> None:
+    """pa_decode's (and attend's) arguments other than the tables: q / out / the caches / the scales."""
+    for name, tensor in (("q", q), ("out", out)):
+        expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
+    expect(q.dim() == 3, "q", "of shape [rows, group, 128] (one query token per row: query_length must be 1)",
+           list(q.shape))
+    _head_dim(q, "q")
+    expect_dtype(q, "q", Q_DTYPES)
+    rows, group, _ = q.shape
+    expect(1 <= group <= MAX_GROUP, "q.shape[1] (GQA group)", f"in [1, {MAX_GROUP}]", group)
+    device = q.device
+    expect_dtype(out, "out", (torch.bfloat16,))
+    expect_shape(out, "out", tuple(q.shape))
+    expect_device(out, "out", device)
+    expect_contiguous(out, "out")
+    expect_contiguous(q, "q")
+    for name, records in (("k_cache", k_records), ("v_cache", v_records)):
+        expect_device(records, name, device)
+    expect(k_records.shape == v_records.shape, "v_cache.shape", f"{list(k_records.shape)} (as k_cache)",
+           list(v_records.shape))
+    expect_positive(softmax_scale, "softmax_scale")
+    # query_scale: None (1), a finite number >= 0 (0: uniform attention), or fp32 [rows] of such numbers
+    if isinstance(query_scale, torch.Tensor):
+        expect_dtype(query_scale, "query_scale", (torch.float32,))
+        expect_shape(query_scale, "query_scale", (rows,))
+        expect_device(query_scale, "query_scale", device)
+        expect_contiguous(query_scale, "query_scale")
+        bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
+        if rows and bool(bad.any()):  # host sync, check=True only
+            first = int(bad.nonzero()[0, 0])
+            fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
+    else:
+        expect(query_scale is None or is_number(query_scale), "query_scale",
+               "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
+        expect(query_scale is None or (math.isfinite(query_scale) and query_scale >= 0), "query_scale",
+               "a finite number >= 0 (0: uniform attention)", query_scale)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -283,45 +326,15 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     k_records = as_records(k_cache, "k_cache")
     v_records = as_records(v_cache, "v_cache")
     if check:
-        for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)):
+        for name, tensor in (("tables", tables), ("context_lens", context_lens)):
             expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
-        expect(q.dim() == 3, "q", "of shape [rows, group, 128] (one query token per row: query_length must be 1)",
-               list(q.shape))
-        _head_dim(q, "q")
-        expect_dtype(q, "q", Q_DTYPES)
-        rows, group, _ = q.shape
-        expect(1 <= group <= MAX_GROUP, "q.shape[1] (GQA group)", f"in [1, {MAX_GROUP}]", group)
-        device = q.device
-        expect_dtype(out, "out", (torch.bfloat16,))
-        expect_shape(out, "out", tuple(q.shape))
-        expect_device(out, "out", device)
-        expect_contiguous(out, "out")
-        expect_contiguous(q, "q")
+        _check_attention(out, q, k_records, v_records, softmax_scale, query_scale)
+        rows, device = q.shape[0], q.device
         expect_dtype(tables, "tables", INDEX)
         expect_shape(tables, "tables", (rows, None))
         expect_device(tables, "tables", device)
         expect_contiguous(tables, "tables")
         _index_vector(context_lens, "context_lens", rows, device)
-        for name, records in (("k_cache", k_records), ("v_cache", v_records)):
-            expect_device(records, name, device)
-        expect(k_records.shape == v_records.shape, "v_cache.shape", f"{list(k_records.shape)} (as k_cache)",
-               list(v_records.shape))
-        expect_positive(softmax_scale, "softmax_scale")
-        # query_scale: None (1), a finite number >= 0 (0: uniform attention), or fp32 [rows] of such numbers
-        if isinstance(query_scale, torch.Tensor):
-            expect_dtype(query_scale, "query_scale", (torch.float32,))
-            expect_shape(query_scale, "query_scale", (rows,))
-            expect_device(query_scale, "query_scale", device)
-            expect_contiguous(query_scale, "query_scale")
-            bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
-            if rows and bool(bad.any()):  # host sync, check=True only
-                first = int(bad.nonzero()[0, 0])
-                fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
-        else:
-            expect(query_scale is None or is_number(query_scale), "query_scale",
-                   "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
-            expect(query_scale is None or (math.isfinite(query_scale) and query_scale >= 0), "query_scale",
-                   "a finite number >= 0 (0: uniform attention)", query_scale)
         width = tables.shape[1]
         _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
         if rows and width:
@@ -332,6 +345,74 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=tables.shape[1], group=q.shape[1], device=q.device)
     impl.pa_decode(out, q, k_records, v_records, tables, context_lens, softmax_scale=float(softmax_scale),
+                   query_scale=query_scale, plan=plan)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
+    """The tables of a dense layer: row ``t * nkv + h`` sees its request's whole block-table row, folded
+    (``page * nkv + h``), and ``row_position[t] + 1`` tokens -> (tables [T * nkv, W] i32, context_lens [T * nkv] i32).
+    torch ops on any device, no check (``attend`` checks its inputs)."""
+    pages = block_table[row_request.long()].long()  # [T, W]
+    heads = torch.arange(num_kv_heads, device=pages.device)
+    tables = (pages[:, None, :] * num_kv_heads + heads[None, :, None]).reshape(-1, pages.shape[1])
+    lens = (row_position.long() + 1).repeat_interleave(num_kv_heads)
+    return tables.to(torch.int32).contiguous(), lens.to(torch.int32)
+
+
+def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks=None,
+           pages_per_block=1, softmax_scale, query_scale=None, plan=None, backend=None, check=True):
+    """A layer's attention over the pages its rows' requests own, one query token per row; writes and returns out.
+
+    The same output, bit for bit, as ``pa_decode`` over the tables of
+    - ``dense_tables(block_table, row_request, row_position)`` when ``topk_blocks`` is None (dense layers: each row
+      sees its request's tokens 0 .. row_position), or
+    - ``build_sparse_tables(topk_blocks, block_table, row_request, row_position, pages_per_block=...)`` (sparse
+      layers: the row's top-k blocks, what index_topk returns),
+    and the same arguments otherwise: q / out [T * nkv, G, 128] (row ``t * nkv + h``: token t, KV head h), the caches
+    [pages, nkv, 8704], softmax_scale, query_scale, plan (it covers T * nkv rows and tables as wide as the block table
+    (dense) or ``topk * pages_per_block`` (sparse)). A backend that ships ``attend`` (Hopper) reads the block table
+    and the top-k ids inside its decode launch, so no table is made; the others run the composition (two launches,
+    or torch ops and one launch). Checks (check=True) are those of the composition: build_sparse_tables' on the
+    selection, pa_decode's on the rest, and every page a row can see inside the cache.
+    """
+    k_records = as_records(k_cache, "k_cache")
+    v_records = as_records(v_cache, "v_cache")
+    sparse = topk_blocks is not None
+    if check:
+        _check_attention(out, q, k_records, v_records, softmax_scale, query_scale)
+        nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
+        expect(k_records.shape[1] == nkv, "k_cache.shape[1] (kv heads)", f"num_kv_heads = {nkv}",
+               k_records.shape[1])
+        expect(k_records.shape[0] * nkv <= 2**31 - 1, "k_cache pages * num_kv_heads", "< 2**31 (int32 page ids)",
+               k_records.shape[0] * nkv)
+        expect(isinstance(row_request, torch.Tensor), "row_request", "a tensor", type(row_request).__name__,
+               TypeError)
+        tokens = row_request.shape[0] if row_request.dim() == 1 else -1
+        expect(q.shape[0] == tokens * nkv, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x {nkv}",
+               q.shape[0])
+        if sparse:
+            _check_selection_args(topk_blocks, block_table, row_request, row_position, nkv, pages_per_block)
+        else:
+            expect(pages_per_block == 1, "pages_per_block", "1 on a dense layer (topk_blocks None)", pages_per_block)
+        check_rows(block_table, row_request, row_position, tokens, q.device, k_records.shape[0])
+    impl = resolve_backend(backend, q.device)
+    width = topk_blocks.shape[2] * pages_per_block if sparse else block_table.shape[1]
+    if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
+        check_plan(plan, backend=impl.name, rows=q.shape[0], width=width, group=q.shape[1], device=q.device)
+    fused = getattr(impl, "attend", None)
+    if fused is not None:
+        fused(out, q, k_records, v_records, block_table, row_request, row_position, num_kv_heads=num_kv_heads,
+              topk_blocks=topk_blocks, pages_per_block=pages_per_block, softmax_scale=float(softmax_scale),
+              query_scale=query_scale, plan=plan)
+        return out
+    if sparse:
+        tables, lens = impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
+                                                num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
+    else:
+        tables, lens = dense_tables(block_table, row_request, row_position, num_kv_heads=num_kv_heads)
+    impl.pa_decode(out, q, k_records, v_records, tables, lens, softmax_scale=float(softmax_scale),
                    query_scale=query_scale, plan=plan)
     return out
 

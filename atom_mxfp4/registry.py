@@ -16,6 +16,11 @@ from .errors import expect
 OPS = ("fused_qknorm_rope_write", "index_topk", "build_sparse_tables", "pa_decode", "make_plan")
 """The functions every backend provides (same signatures, docs/api.md), ``make_plan`` being pa_decode's plan."""
 
+FUSED_OPS = ("attend",)
+"""Optional: a one-launch form of a composition of the backend's own ops (``attend`` = the tables of
+``build_sparse_tables`` / ``ops.dense_tables`` read by ``pa_decode``). ``atom_mxfp4.ops`` composes the backend's own
+ops where it ships none; never borrowed, since it stands for the pa_decode of the backend that ships it."""
+
 REFERENCE_BACKEND = "torch"
 """The backend that runs anywhere: ``backend=None``'s last resort and the yardstick of backend self-checks."""
 
@@ -60,7 +65,8 @@ def register_backend(name: str, *, rank: int):
         expect(isinstance(cls, type) and issubclass(cls, Backend), "register_backend target", "a Backend subclass",
                repr(cls), TypeError)
         expect(name not in _REGISTRY or _REGISTRY[name] is cls, "backend name", "not yet registered", repr(name))
-        expect(set(cls.ships) <= set(OPS), f"{name}.ships", f"a subset of {list(OPS)}", list(cls.ships))
+        expect(set(cls.ships) <= set(OPS + FUSED_OPS), f"{name}.ships", f"a subset of {list(OPS + FUSED_OPS)}",
+               list(cls.ships))
         cls.name, cls.rank = name, rank
         _REGISTRY[name] = cls
         return cls

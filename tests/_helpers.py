@@ -272,6 +272,50 @@ def reference_tables(topk_blocks, block_table, row_request, row_position, nkv):
     return tables, lens
 
 
+def attend_case(gen: torch.Generator, lens: list[int], nkv: int, group: int, topk: int | None = None, ppb: int = 1,
+                rows_per_request: int = 2, spare_pages: int = 3) -> dict:
+    """An ``ops.attend`` problem: requests of ``lens`` tokens over a shuffled block table (width a multiple of ppb,
+    entries past a request's pages point at garbage pages), rows at random positions of each request plus its last
+    token, q [T * nkv, group, 128]; with ``topk`` the rows' top-k blocks [nkv, T, topk] as index_topk returns them
+    (ascending, none past the own block, -1 padded; some rows without their own block, row 0 of head 0 empty).
+    Caches: garbage records (NaN / Inf scales) everywhere but the tokens the requests hold."""
+    block_tokens = PAGE * ppb
+    blocks = max(-(-n // block_tokens) for n in lens) + 1
+    width = blocks * ppb
+    pages = len(lens) * width + spare_pages
+    block_table = torch.randperm(pages, generator=gen)[:len(lens) * width].to(torch.int32).reshape(len(lens), width)
+    k, v = garbage_records(gen, pages, nkv), garbage_records(gen, pages, nkv)
+    for r, n in enumerate(lens):
+        for rec in (k, v):
+            data, scale = random_codes(gen, n * nkv)
+            for t in range(n):
+                page = int(block_table[r, t // PAGE])
+                rec[page, :, (t % PAGE) * DATA_B:(t % PAGE + 1) * DATA_B] = data[t * nkv:(t + 1) * nkv]
+                at = PAGE * DATA_B + (t % PAGE) * SCALE_B
+                rec[page, :, at:at + SCALE_B] = scale[t * nkv:(t + 1) * nkv]
+    request, position = [], []
+    for r, n in enumerate(lens):
+        chosen = torch.randint(0, n, (rows_per_request,), generator=gen).tolist() + [n - 1]
+        request += [r] * len(chosen)
+        position += chosen
+    case = dict(k=k, v=v, block_table=block_table, row_request=torch.tensor(request, dtype=torch.int32),
+                row_position=torch.tensor(position, dtype=torch.int32), topk_blocks=None, pages_per_block=1,
+                q=torch.randn(len(request) * nkv, group, D, generator=gen).bfloat16(), num_kv_heads=nkv)
+    if topk is not None:
+        ids = torch.full((nkv, len(request), topk), -1, dtype=torch.int32)
+        for t, pos in enumerate(position):
+            own = pos // block_tokens
+            for h in range(nkv):
+                if t == 0 and h == 0:
+                    continue  # nothing selected: context 0, zeros
+                chosen = sorted(torch.randperm(own + 1, generator=gen)[:topk].tolist())
+                if own not in chosen and len(chosen) < topk and (t + h) % 3:
+                    chosen = sorted(chosen + [own])
+                ids[h, t, :len(chosen)] = torch.tensor(chosen, dtype=torch.int32)
+        case.update(topk_blocks=ids, pages_per_block=ppb)
+    return case
+
+
 def records_of(cache) -> torch.Tensor:
     """The raw uint8 records of an MXFP4PageCache or a records tensor."""
     return cache.records if hasattr(cache, "records") else cache

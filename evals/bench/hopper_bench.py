@@ -155,6 +155,64 @@ def profile(shapes) -> None:
                   flush=True)
 
 
+ATTEND_SHAPES = [(1, 64), (8, 64), (64, 64), (256, 64), (1, 16), (64, 16)]  # (tokens, block-table pages)
+
+
+def attend_bench(out: Path, reps: int) -> None:
+    """A dense layer's attention step, decode batches (one token per request at the end of a 128 x pages context,
+    16 q heads / 1 KV head): the composition (``ops.dense_tables``, torch ops, then the Hopper pa_decode: the layer's
+    path before the fused attend) against the Hopper ``attend`` (one launch reading the block table), same inputs
+    and plan, CUDA-graph replay; outputs compared bit for bit. Writes attend_bench.json / attend_bench.md."""
+    from atom_mxfp4 import ops
+
+    rows_out = []
+    for tokens, pages in ATTEND_SHAPES:
+        context = pages * PAGE_SIZE
+        n = sets_for(tokens * context * 2 * MX_TOKEN, budget=SET_BUDGET)
+        q = torch.randn(tokens, GROUP, 128, device=DEV).bfloat16()
+        request = torch.arange(tokens, dtype=torch.int32, device=DEV)
+        position = torch.full((tokens,), context - 1, dtype=torch.int32, device=DEV)
+        sets = [(random_records(tokens * pages), random_records(tokens * pages),
+                 torch.randperm(tokens * pages, device=DEV).int().view(tokens, pages).contiguous()) for _ in range(n)]
+        plan = hopper.make_plan(tokens, pages, GROUP, DEV)
+        outs = [torch.empty_like(q) for _ in range(2)]
+
+        def composition(s):
+            def call():
+                tables, lens = ops.dense_tables(s[2], request, position, num_kv_heads=1)
+                hopper.pa_decode(outs[0], q, s[0], s[1], tables, lens, softmax_scale=SOFTMAX_SCALE, query_scale=None,
+                                 plan=plan)
+            return call
+
+        def fused(s):
+            return lambda: hopper.attend(outs[1], q, s[0], s[1], s[2], request, position, num_kv_heads=1,
+                                         topk_blocks=None, pages_per_block=1, softmax_scale=SOFTMAX_SCALE,
+                                         query_scale=None, plan=plan)
+
+        composition(sets[0])()
+        fused(sets[0])()
+        torch.cuda.synchronize()
+        rec = dict(tokens=tokens, context=context, sets=n, same_bits=bool(torch.equal(outs[0], outs[1])),
+                   splits=plan.splits_for(tokens, pages)[0])
+        rec["composition_us"] = graph_time_ms([composition(s) for s in sets], reps=reps) * 1e3
+        rec["fused_us"] = graph_time_ms([fused(s) for s in sets], reps=reps) * 1e3
+        print(f"dense attend T={tokens} ctx={context}: {rec}", flush=True)
+        rows_out.append(rec)
+        del sets
+        torch.cuda.empty_cache()
+    (out / "attend_bench.json").write_text(json.dumps(rows_out, indent=1))
+    (out / "attend_bench.md").write_text(
+        "# Dense layer attention step: dense_tables + Hopper pa_decode vs the fused Hopper attend\n\n"
+        f"`python3 {' '.join(sys.argv)}`, {torch.cuda.get_device_name()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; CUDA-graph replay, median of {reps}.\n\n"
+        + table(rows_out, [("tokens", lambda r: str(r["tokens"])), ("context", lambda r: str(r["context"])),
+                           ("splits", lambda r: str(r["splits"])),
+                           ("tables + pa_decode us", lambda r: f"{r['composition_us']:.1f}"),
+                           ("fused attend us", lambda r: f"{r['fused_us']:.1f}"),
+                           ("speed-up", lambda r: f"{r['composition_us'] / r['fused_us']:.2f}x"),
+                           ("same bits", lambda r: "yes" if r["same_bits"] else "NO")]))
+
+
 def report(results: dict) -> str:
     copy = results["copy_TBs"]
 
@@ -227,6 +285,8 @@ def main() -> None:
                         help="--split-sweep over these (rows x table pages x context) instead of the policy's shapes")
     parser.add_argument("--one-page-splits", action="store_true",
                         help="--split-sweep also tries splits of one page (the policy keeps >= MIN_PAGES_PER_SPLIT)")
+    parser.add_argument("--attend", action="store_true",
+                        help="instead of the table: a dense layer's step, dense_tables + pa_decode vs the fused attend")
     parser.add_argument("--stages", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
@@ -240,6 +300,9 @@ def main() -> None:
         parser.error("--out is required (except with --profile)")
     args.out.mkdir(parents=True, exist_ok=True)
     reps = 10 if args.quick else 30
+    if args.attend:
+        attend_bench(args.out, reps)
+        return
     if args.split_sweep:
         shapes = ([tuple(int(x) for x in shape.split("x")) for shape in args.sweep_shapes.split(",")]
                   if args.sweep_shapes else SWEEP_SHAPES)

@@ -39,6 +39,10 @@ VARIANTS = {
     "direct, query_scale tensor": dict(config=DEFAULT_CONFIG, query_scale=True),
     "direct, 3 stages": dict(config=HopperConfig(stages=3)),
     "direct, exact decode only": dict(config=HopperConfig(fast_decode=False)),
+    "attend, dense": dict(config=DEFAULT_CONFIG, source="dense"),
+    "attend, sparse (16 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=16),
+    "attend, sparse, split (64 blocks x 4 pages)": dict(config=DEFAULT_CONFIG, source="sparse", split=True, topk=64,
+                                                        pages_per_block=4),
 }
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")
 

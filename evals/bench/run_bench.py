@@ -135,6 +135,14 @@ def bench_sparse(peer, batches, log):
 
             rec["hopper_tables_attend_ms"] = graph_time_ms(
                 [hopper_tables_attend(o, hopper.make_plan(batch, topk, 16, DEV)) for o in ours])
+
+            def hopper_fused(o, plan):  # ops.attend's Hopper form: one launch reads the block table and the ids
+                return lambda: hopper.attend(o["out"], o["q"], o["k"], o["v"], o["bt"], o["rr"], o["rp"],
+                                             num_kv_heads=1, topk_blocks=topk_idx, pages_per_block=1,
+                                             softmax_scale=0.088, query_scale=None, plan=plan)
+
+            rec["hopper_attend_ms"] = graph_time_ms(
+                [hopper_fused(o, hopper.make_plan(batch, topk, 16, DEV)) for o in ours])
         rows.append(rec)
         log(f"sparse B={batch}: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                              for k, v in rec.items()))
@@ -359,9 +367,12 @@ def plots(results, out: Path):
         s = results["sparse"]
         fig, ax = plt.subplots(figsize=(6, 4))
         b = [r["batch"] for r in s]
-        for key, label in (("ours_attend_ms", "ours MXFP4 attend"), ("ours_tables_attend_ms", "ours tables+attend"),
+        for key, label in (("ours_attend_ms", "Triton attend"), ("ours_tables_attend_ms", "Triton tables+attend"),
+                           ("hopper_tables_attend_ms", "Hopper tables+attend"),
+                           ("hopper_attend_ms", "Hopper fused attend (one launch)"),
                            ("peer_bf16_ms", "SGLang bf16"), ("peer_fp8_ms", "SGLang fp8")):
-            ax.plot(b, [r[key] * 1e3 for r in s], marker="o", label=label)
+            if all(key in r for r in s):
+                ax.plot(b, [r[key] * 1e3 for r in s], marker="o", label=label)
         ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="us per call",
                title="sparse decode attend (16 q / 1 kv, top-16 x 128)")
         ax.legend(); fig.tight_layout(); fig.savefig(out / "sparse_decode.png", dpi=110); plt.close(fig)
@@ -416,7 +427,11 @@ def report(results, out: Path):
                      + ([("Hopper tables+attend us", us("hopper_tables_attend_ms")),
                          ("Hopper vs bf16", ratio("peer_bf16_ms", "hopper_tables_attend_ms")),
                          ("Hopper vs fp8", ratio("peer_fp8_ms", "hopper_tables_attend_ms"))]
-                        if all("hopper_tables_attend_ms" in r for r in results["sparse"]) else []))]
+                        if all("hopper_tables_attend_ms" in r for r in results["sparse"]) else [])
+                     + ([("Hopper fused attend us", us("hopper_attend_ms")),
+                         ("fused vs bf16", ratio("peer_bf16_ms", "hopper_attend_ms")),
+                         ("fused vs fp8", ratio("peer_fp8_ms", "hopper_attend_ms"))]
+                        if all("hopper_attend_ms" in r for r in results["sparse"]) else []))]
     if results.get("indexer"):
         md += ["## 2. Indexer (score + top-16, init 0, local 1); ours with the MXFP4 and the fp8 index-K\n",
                table(results["indexer"], [("context", lambda r: str(r["context"])), ("batch", lambda r: str(r["batch"])),

@@ -59,7 +59,17 @@ def main():
         for splits in (1, 2):
             hopper.pa_decode(out, q[:5].contiguous(), far, v, tables, lens, softmax_scale=0.088, query_scale=None,
                              plan=hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits))
-        ran += ", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass)"
+        # the fused attend (block table + top-k ids read in the launch): sparse and dense, direct and split, and the
+        # exact pass; block-table entries past each request's pages point past the cache (never read)
+        wide = torch.cat([block_table, torch.full_like(block_table, 2**20)], 1).contiguous()
+        for splits in (1, 2):
+            for cache in (k, far):
+                for ids_or_none, width in ((ids, ids.shape[2]), (None, wide.shape[1])):
+                    hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
+                                  topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088, query_scale=None,
+                                  plan=hopper.make_plan(5, width, 16, DEV, num_splits=splits))
+        ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass)"
+                ", Hopper attend (sparse and dense, direct and split, both passes)")
     else:
         ran += f"; Hopper pa_decode not run: {why}"
     torch.cuda.synchronize()

@@ -45,9 +45,9 @@ def _triton_problem() -> str | None:
 
 
 if _triton_problem() is None:
-    from .pa_decode import HopperConfig, HopperDecodePlan, make_plan, pa_decode
+    from .pa_decode import HopperConfig, HopperDecodePlan, attend, make_plan, pa_decode
 
-__all__ = ["pa_decode", "make_plan", "HopperConfig", "HopperDecodePlan"]
+__all__ = ["pa_decode", "make_plan", "attend", "HopperConfig", "HopperDecodePlan"]
 
 
 def _device_problem(device: torch.device) -> str | None:
@@ -73,7 +73,7 @@ def usable(device: torch.device) -> str | None:
 class HopperBackend(Backend):
     """``backend=None``'s choice on sm_90 (its GPU tests pass on the H200: docs/hopper.md); Triton elsewhere."""
 
-    ships = ("pa_decode", "make_plan")
+    ships = ("pa_decode", "make_plan", "attend")
     borrows = "triton"
 
     @classmethod

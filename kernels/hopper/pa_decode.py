@@ -38,6 +38,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.layout import MAX_PAGES_PER_BLOCK, MAX_TOPK
 from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, sm_count,
                              split_pages)
 
@@ -83,17 +84,74 @@ COMBINE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(4, 1, 8, [2, 1, 0]))
 STATE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [2, 4 warps, 16]: m and l ([4, 16] stages)
 Q_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [16, 128] bf16 Q, once per program
 WINDOW_QUERY_MAX = gl.constexpr(L.WINDOW_QUERY_MAX)
+# where a row's pages come from (the SOURCE constexpr): pa_decode's tables, or attend's block table (+ top-k ids)
+SOURCE_TABLES, SOURCE_DENSE, SOURCE_SPARSE = 0, 1, 2
+TABLES = gl.constexpr(SOURCE_TABLES)
+DENSE = gl.constexpr(SOURCE_DENSE)
+SPARSE = gl.constexpr(SOURCE_SPARSE)
 
 
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
 
 # ---- device code ---------------------------------------------------------------------------------------------------
+@gluon.constexpr_function
+def _ids_layout(n):
+    """A row's n (a power of two) top-k ids in one warp, repeated in the 4 warps: the counts over them are shuffles
+    within the warp, no shared memory or CTA barrier (spread over the warps they took 4 barriers)."""
+    return gl.BlockedLayout([max(1, n // 32)], [32], [L.WARPS], [0])
+
+
 @gluon.jit
-def _page_id(tables_ptr, table_base, page_index, table_end):
-    """The table entry of page ``page_index`` of the row (0 when page_index >= table_end). table_end does not depend
-    on the context, so this load does not wait for it; an entry past the context is loaded but never used for an
-    address that is read (its page's copies are masked off: ``_issue_page``)."""
-    return gl.load(tables_ptr + table_base + page_index, mask=page_index < table_end, other=0)
+def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, table_stride, num_kv_heads, num_tokens,
+                topk, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr):
+    """(context, table_base, head, ids_base) of row ``row`` (int64), by where its pages come from (SOURCE):
+    TABLES: ``context_lens[row]``, table row ``row``; DENSE / SPARSE (``attend``): row = token t x num_kv_heads + head
+    h of request ``request[t]`` at ``position[t]``, table row = that request's block-table row; DENSE: position + 1
+    tokens; SPARSE: the top-k ids ``topk[h, t, :]`` (ascending, -1 padded, the own block last when selected) give
+    n_full x block + (position - own x block + 1 if the own block is selected): build_sparse_tables' context."""
+    if SOURCE == TABLES:
+        context = gl.load(context_lens_ptr + row)
+        table_base = row * table_stride
+        head = row * 0
+        ids_base = row * 0
+    else:
+        token = row.to(gl.int32) // num_kv_heads  # rows < 2**31: a 32-bit division (a 64-bit one is a long call)
+        head = (row.to(gl.int32) - token * num_kv_heads).to(gl.int64)
+        position = gl.load(position_ptr + token)
+        table_base = gl.load(request_ptr + token).to(gl.int64) * table_stride
+        if SOURCE == DENSE:
+            context = position + 1
+            ids_base = row * 0
+        else:
+            BLOCK_TOKENS: gl.constexpr = PAGE * PPB
+            ids_base = (head * num_tokens + token) * topk
+            j = gl.arange(0, TOPK_POW2, layout=_ids_layout(TOPK_POW2))
+            ids = gl.load(topk_ptr + ids_base + j, mask=j < topk, other=-1)
+            own = position // BLOCK_TOKENS
+            n_full = gl.sum(((ids >= 0) & (ids != own)).to(gl.int32), axis=0)
+            own_selected = gl.max((ids == own).to(gl.int32), axis=0)
+            context = n_full * BLOCK_TOKENS + own_selected * (position - own * BLOCK_TOKENS + 1)
+    return context, table_base, head, ids_base
+
+
+@gluon.jit
+def _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads, table_stride, page_index, table_end,
+             SOURCE: gl.constexpr, PPB: gl.constexpr):
+    """The folded page id of page ``page_index`` of the row (0 when page_index >= table_end). table_end does not
+    depend on the context, so these loads do not wait for it; an entry past the context is loaded but never used for
+    an address that is read (its page's copies are masked off: ``_issue_page``). TABLES: the table entry; DENSE:
+    block-table entry x num_kv_heads + head; SPARSE: the same for page ``page_index % PPB`` of block
+    ``topk[.., page_index // PPB]`` (a -1 id reads entry 0 + the page; every entry read stays inside the row)."""
+    inside = page_index < table_end
+    if SOURCE == TABLES:
+        page = gl.load(tables_ptr + table_base + page_index, mask=inside, other=0)
+    else:
+        logical = page_index
+        if SOURCE == SPARSE:
+            block = gl.load(topk_ptr + ids_base + page_index // PPB, mask=inside, other=0)
+            logical = gl.minimum(gl.maximum(block, 0) * PPB + page_index % PPB, table_stride - 1)
+        page = gl.load(tables_ptr + table_base + logical, mask=inside, other=0) * num_kv_heads + head
+    return page
 
 
 @gluon.jit
@@ -207,19 +265,22 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
 
 
 @gluon.jit
-def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, context, page_begin, page_end, scale,
-            k_codes, k_scales, v_codes, v_scales, STAGES: gl.constexpr, FAST: gl.constexpr):
+def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head, num_kv_heads,
+            table_stride, table_end, context, page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales,
+            STAGES: gl.constexpr, FAST: gl.constexpr, SOURCE: gl.constexpr, PPB: gl.constexpr):
     """Pages [page_begin, page_end) of the row through the ring -> per warp (m, l, O) and whether the pass was exact:
     always with FAST False; with FAST (the one-multiply decode) only if every scale byte streamed and every query
     element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
     q = _load_query(q_ptr, row, group)  # first: its latency overlaps the table loads and copies below
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 pages in flight
-        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, table_base, page_begin + s, table_end), context,
+        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads,
+                                           table_stride, page_begin + s, table_end, SOURCE, PPB), context,
                     page_begin + s, page_end, s, k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
     # the table entry of the next page to copy, loaded one loop trip before its copy is issued (a copy's addresses
     # need its page id: loaded just before, the load's latency stalled every trip)
-    next_id = _page_id(tables_ptr, table_base, page_begin + STAGES - 1, table_end)
+    next_id = _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads, table_stride,
+                       page_begin + STAGES - 1, table_end, SOURCE, PPB)
 
     misses = gl.zeros([PAGE], gl.int32, COPY_SCALES)  # the window check: bit 7 of a byte = a scale byte outside
     if FAST:  # a query element outside the window counts as a miss (one register live over the loop, not two)
@@ -239,7 +300,8 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, 
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
-        next_id = _page_id(tables_ptr, table_base, page_index + STAGES, table_end)
+        next_id = _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads, table_stride,
+                           page_index + STAGES, table_end, SOURCE, PPB)
         if FAST:  # each thread checks the K and V scale words of one token of the page
             misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
                 | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
@@ -280,57 +342,69 @@ def _combine_warps(m_i, l_i, acc):
 
 
 @gluon.jit
-def _program_pages(context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale,
-                   HAS_QUERY_SCALE: gl.constexpr, AGAIN: gl.constexpr = False):
-    """(row, context, page_begin, page_end, table_base, table_end, logit scale) of this program (row, split):
-    pages [page_begin, page_end) are attended; table entries [page_begin, table_end) may be loaded (the split's entries
-    inside the table's width, ``table_stride``: tables are contiguous), without waiting for the context. AGAIN: for the
-    exact fallback pass, the row read through an opaque register move, so that the compiler derives every address
-    of that pass again instead of keeping the first pass's values live (spilled) across the hot loop."""
+def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
+                   num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE: gl.constexpr,
+                   SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, AGAIN: gl.constexpr = False):
+    """(row, context, page_begin, page_end, table_base, ids_base, head, table_end, logit scale) of this program (row,
+    split): pages [page_begin, page_end) are attended; table entries [page_begin, table_end) may be loaded (the
+    split's entries inside the table's width), without waiting for the context. AGAIN: for the exact fallback pass,
+    the row read through an opaque register move, so that the compiler derives every address of that pass again
+    instead of keeping the first pass's values live (spilled) across the hot loop."""
     row = gl.program_id(0)
     if AGAIN:
         row = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [row], dtype=gl.int32, is_pure=False,
                                         pack=1)
     row = row.to(gl.int64)
-    context = gl.load(context_lens_ptr + row)
+    context, table_base, head, ids_base = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr,
+                                                      table_stride, num_kv_heads, num_tokens, topk, SOURCE,
+                                                      TOPK_POW2, PPB)
     page_begin = gl.program_id(1) * pages_per_split
     page_end = gl.minimum(page_begin + pages_per_split, gl.cdiv(context, PAGE))
     scale = logit_scale
     if HAS_QUERY_SCALE:
         scale = scale * gl.load(query_scale_ptr + row)
-    table_end = gl.minimum(page_begin + pages_per_split, table_stride)
-    return row, context, page_begin, page_end, row * table_stride, table_end, scale
+    table_end = gl.minimum(page_begin + pages_per_split, table_width)
+    return row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale
 
 
 @gluon.jit
 def _pa_decode_kernel(
-    out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
+    out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr,
     part_out_ptr, part_lse_ptr, counters_ptr,
-    table_stride, group, pages_per_split, num_splits, logit_scale,
+    table_stride, table_width, num_kv_heads, num_tokens, topk, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, FAST_DECODE: gl.constexpr,
+    SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr,
 ):
     gl.static_assert(STAGES >= 2)
     k_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
     k_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     v_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
     v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
-    row, context, page_begin, page_end, table_base, table_end, scale = _program_pages(
-        context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE)
-    m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, context,
-                                   page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES,
-                                   FAST_DECODE)
+    row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
+        context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
+        num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2, PPB)
+    m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head,
+                                   num_kv_heads, table_stride, table_end, context, page_begin, page_end, scale,
+                                   k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB)
     if FAST_DECODE:
         if not exact:  # a scale byte or a query element outside the window: the same pages with the exact decode
             _cta_barrier()  # every warp is done with the ring
             # the program's values are derived again (AGAIN) rather than kept live over the hot loop (spilled registers)
-            row, context, page_begin, page_end, table_base, table_end, scale = _program_pages(
-                context_lens_ptr, query_scale_ptr, table_stride, pages_per_split, logit_scale, HAS_QUERY_SCALE, True)
-            m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, row, group, table_base, table_end, context,
-                                       page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales, STAGES,
-                                       False)
-    row = gl.program_id(0).to(gl.int64)
+            row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
+                context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
+                num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2,
+                PPB, True)
+            m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base,
+                                       head, num_kv_heads, table_stride, table_end, context, page_begin, page_end,
+                                       scale, k_codes, k_scales, v_codes, v_scales, STAGES, False, SOURCE, PPB)
+    row = gl.program_id(0)
+    if SOURCE != TABLES:  # opaque (as AGAIN): the top-k id addresses are derived again, not kept live (spilled)
+        row = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [row], dtype=gl.int32, is_pure=False,
+                                        pack=1)
+    row = row.to(gl.int64)
     split = gl.program_id(1)
-    context = gl.load(context_lens_ptr + row)
+    context = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, table_stride, num_kv_heads,
+                          num_tokens, topk, SOURCE, TOPK_POW2, PPB)[0]
 
     m_all, l_sum, o = _combine_warps(m_i, l_i, acc)
     head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, COMBINE_OUT))
@@ -524,70 +598,128 @@ def with_config(plan: HopperDecodePlan, config: HopperConfig) -> HopperDecodePla
 
 
 # ---- launcher ---------------------------------------------------------------------------------------------------
-def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
-    # out [R, G, 128] bf16; q [R, G, 128] bf16|e4m3; caches [pages, heads, 8704] u8; tables [R, W] i32; lens [R] i32
-    # ---- validate (launch invariants; user input was checked by atom_mxfp4.ops)
-    rows, group, _ = q.shape
-    width = tables.shape[1]
+def _check_launch(out, q, k_cache, v_cache, query_scale, indices):
+    """Launch invariants shared by pa_decode and attend (user input was checked by atom_mxfp4.ops)."""
+    group = q.shape[1]
     expect(group <= L.BLOCK_H, "q.shape[1] (GQA group)", f"<= {L.BLOCK_H}", group)
     expect(q.dtype in (torch.bfloat16, torch.float8_e4m3fn), "q.dtype", "torch.bfloat16 or torch.float8_e4m3fn",
            q.dtype, TypeError)
-    for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
+    for name, tensor in (("q", q), ("out", out)) + indices + (
             (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
         expect_contiguous(tensor, name)  # read by pointer with unit strides
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0,
                f"{name} layout", f"contiguous [pages, heads, {L.RECORD_BYTES}] uint8 records, 16-byte aligned",
                f"{list(cache.shape)} strides {cache.stride()} at address {cache.data_ptr():#x}")
+
+
+def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, pointers, sizes, source, topk_pow2=1,
+            ppb=1):
+    """Plan, split and launch the kernel for ``rows`` x ``width`` (the table's width); ``pointers``: tables /
+    block table, context_lens, request, position, topk (unused ones any tensor); ``sizes``: table_stride,
+    num_kv_heads, num_tokens, topk."""
+    rows, group, _ = q.shape
     if plan is not None:  # even under check=False: a plan too small would be written past its workspace
         check_plan(plan, backend=NAME, rows=rows, width=width, group=group, device=q.device, kind=HopperDecodePlan)
     # ---- flatten: records as int32 words; a tensor query_scale is read per row, a number (or None = 1) is folded
     k_words = k_cache.view(torch.int32)
     v_words = v_cache.view(torch.int32)
     has_query_scale = isinstance(query_scale, torch.Tensor)
-    query_scale_arg = query_scale if has_query_scale else context_lens  # never read when not has_query_scale
+    query_scale_arg = query_scale if has_query_scale else out  # never read when not has_query_scale
     scalar_scale = 1.0 if query_scale is None or has_query_scale else float(query_scale)
-    # ---- allocate (the plan's workspace; one is made here when the caller passed none)
-    if rows == 0 or width == 0:  # ---- early return
+    # ---- early return
+    if rows == 0 or width == 0:
         out.zero_()
         return out
+    # ---- allocate (the plan's workspace; one is made here when the caller passed none)
     plan = make_plan(rows, width, group, q.device) if plan is None else plan
     # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
     splits, pages_per_split = checked_split(plan, rows, width)
     split = splits > 1
+    table_stride, num_kv_heads, num_tokens, topk = sizes
     # ---- launch
     _pa_decode_kernel[(rows, splits)](
-        out, q, k_words, v_words, tables, context_lens, query_scale_arg,
+        out, q, k_words, v_words, *pointers, query_scale_arg,
         plan.part_out if split else out, plan.part_lse if split else out, plan.counters if split else out,
-        width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
+        table_stride, width, num_kv_heads, num_tokens, topk, group, pages_per_split, splits,
+        float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, FAST_DECODE=cfg.fast_decode,
+        SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb,
         num_warps=NUM_WARPS,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     return out
 
 
+def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
+    # out [R, G, 128] bf16; q [R, G, 128] bf16|e4m3; caches [pages, heads, 8704] u8; tables [R, W] i32; lens [R] i32
+    # ---- validate
+    _check_launch(out, q, k_cache, v_cache, query_scale, (("tables", tables), ("context_lens", context_lens)))
+    width = tables.shape[1]
+    return _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan,
+                   (tables, context_lens, context_lens, context_lens, context_lens), (width, 1, q.shape[0], 0),
+                   SOURCE_TABLES)
+
+
+def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks,
+           pages_per_block, softmax_scale, query_scale, plan):
+    """atom_mxfp4.ops.attend in one launch: the decode kernel reads the block table (and the top-k ids) itself,
+    the tables pa_decode would get are never made. Same output bits as pa_decode over those tables (same pages in
+    the same order, same splits: the split depends only on (rows, width))."""
+    # out / q [T * nkv, G, 128]; block_table [B, W] i32; row_request / row_position [T] i32; topk [nkv, T, topk] i32
+    # ---- validate
+    indices = (("block_table", block_table), ("row_request", row_request), ("row_position", row_position))
+    if topk_blocks is not None:
+        indices += (("topk_blocks", topk_blocks),)
+    _check_launch(out, q, k_cache, v_cache, query_scale, indices)
+    tokens = row_request.shape[0]
+    expect(q.shape[0] == tokens * num_kv_heads, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x "
+           f"{num_kv_heads}", q.shape[0])
+    expect(1 <= pages_per_block <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"in [1, {MAX_PAGES_PER_BLOCK}]",
+           pages_per_block)  # compile-time sizes stay bounded even under check=False
+    sizes_common = (block_table.stride(0), num_kv_heads, tokens)
+    if topk_blocks is None:
+        return _launch(out, q, k_cache, v_cache, block_table.shape[1], softmax_scale, query_scale, plan,
+                       (block_table, row_request, row_request, row_position, row_request), sizes_common + (0,),
+                       SOURCE_DENSE)
+    topk = topk_blocks.shape[2]
+    expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
+    expect(topk_blocks.shape[:2] == (num_kv_heads, tokens), "topk_blocks.shape[:2]",
+           f"(num_kv_heads, len(row_request)) = {(num_kv_heads, tokens)}", tuple(topk_blocks.shape[:2]))
+    return _launch(out, q, k_cache, v_cache, topk * pages_per_block, softmax_scale, query_scale, plan,
+                   (block_table, row_request, row_request, row_position, topk_blocks), sizes_common + (topk,),
+                   SOURCE_SPARSE, triton.next_power_of_2(max(topk, 1)), pages_per_block)
+
+
 # ---- compile without a GPU (tests/test_hopper_compile.py, evals/bench/hopper_sass.py) ----------------------------
 SIGNATURE = {
     "out_ptr": "*bf16", "q_ptr": "*bf16", "k_ptr": "*i32", "v_ptr": "*i32", "tables_ptr": "*i32",
-    "context_lens_ptr": "*i32", "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32",
-    "counters_ptr": "*i32",
-    "table_stride": "i32", "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
+    "context_lens_ptr": "*i32", "request_ptr": "*i32", "position_ptr": "*i32", "topk_ptr": "*i32",
+    "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32", "counters_ptr": "*i32",
+    "table_stride": "i32", "table_width": "i32", "num_kv_heads": "i32", "num_tokens": "i32", "topk": "i32",
+    "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
     "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "FAST_DECODE": "constexpr",
+    "SOURCE": "constexpr", "TOPK_POW2": "constexpr", "PPB": "constexpr",
 }
+SOURCES = {"tables": SOURCE_TABLES, "dense": SOURCE_DENSE, "sparse": SOURCE_SPARSE}  # compile_for_sm90's names
 
 
-def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = False, query_scale: bool = False):
+def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = False, query_scale: bool = False,
+                     source: str = "tables", topk: int = 16, pages_per_block: int = 1):
     """Compile the decode kernel for sm_90 with the ptxas Triton ships (no GPU needed); returns the CompiledKernel.
+    ``source``: pa_decode's tables, or attend's "dense" / "sparse" (``topk`` ids of ``pages_per_block`` pages).
 
     Pointer arguments get the 16-byte divisibility the launcher specialises on at run time (the caches are checked
     16-byte aligned; 8704-byte records keep every page 16-byte aligned)."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
+    expect(source in SOURCES, "source", f"one of {list(SOURCES)}", repr(source))
     constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "STAGES": config.stages,
-                 "FAST_DECODE": config.fast_decode}
+                 "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
+                 "TOPK_POW2": triton.next_power_of_2(topk) if source == "sparse" else 1,
+                 "PPB": pages_per_block if source == "sparse" else 1}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     options = {"num_warps": NUM_WARPS, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}

@@ -1,4 +1,4 @@
-"""The Hopper (Gluon) backend on an sm_90 GPU (marker ``gpu``; skipped without one). Not yet run: written for the H200.
+"""The Hopper (Gluon) backend on an sm_90 GPU (marker ``gpu``; skipped without one): run on the H200 (docs/hopper.md).
 
 - the decoded MMA operands, stored from their registers, bit for bit against ``format.dequantize_mxfp4`` at the
   (token, head dim) of the lane map (every code byte, scale bytes 1..254; the one-multiply decode: x 2**-63 over its
@@ -11,6 +11,8 @@
   with scale bytes 255 / 254 / 0), unused table entries point at poison pages, ``out`` starts as NaN;
 - non-finite semantics as the torch backend's; through ``atom_mxfp4.ops`` with check=True;
 - CUDA-graph replay equals eager, bit for bit (split and direct);
+- the fused ``attend`` (block table and top-k ids read in the launch): pa_decode's bits over the composition's tables
+  (dense and sparse, 1-8 KV heads, 1-4 pages per block, forced and policy splits), the oracle, graph replay;
 - last (a failure there breaks the CUDA context): table entries past the context hold page ids far outside the cache.
 """
 
@@ -35,6 +37,7 @@ from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.ampere import async_copy  # noqa: E402
 
 import atom_mxfp4.kernels.hopper as hopper_backend  # noqa: E402
+from atom_mxfp4 import ops  # noqa: E402
 import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
 
@@ -302,6 +305,82 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     replayed = out.clone()
     eager = torch.empty_like(out)
     hopper_backend.pa_decode(eager, q, k, v, tables, context_lens, **args)
+    assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
+
+
+ATTEND_CASES = {  # name: (request lengths, kv heads, group, topk (None: dense), pages per block, forced splits)
+    "dense-nkv2": ([700, 1, 300, 129], 2, 16, None, 1, None),
+    "dense-nkv8-split4": ([2000, 128, 33], 8, 6, None, 1, 4),
+    "sparse16": ([3000, 2100, 64], 1, 16, 16, 1, None),
+    "sparse-nkv4-ppb2": ([2600, 900, 257], 4, 12, 8, 2, None),
+    "sparse-topk64-ppb4-direct": ([12000, 5000], 2, 16, 64, 4, 1),
+}
+
+
+def _attend_inputs(case):
+    dev = {key: (x.to(DEV) if isinstance(x, torch.Tensor) else x) for key, x in case.items()}
+    if case["topk_blocks"] is None:
+        tables, lens = ops.dense_tables(dev["block_table"], dev["row_request"], dev["row_position"],
+                                        num_kv_heads=case["num_kv_heads"])
+    else:
+        tables, lens = (x.to(DEV) for x in torch_backend.build_sparse_tables(
+            case["topk_blocks"], case["block_table"], case["row_request"], case["row_position"],
+            num_kv_heads=case["num_kv_heads"], pages_per_block=case["pages_per_block"]))
+    return dev, tables, lens
+
+
+def _attend(dev, out, plan, fn=None):
+    (fn or hopper_backend.attend)(out, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"],
+                                  dev["row_position"], num_kv_heads=dev["num_kv_heads"],
+                                  topk_blocks=dev["topk_blocks"], pages_per_block=dev["pages_per_block"],
+                                  softmax_scale=0.09, query_scale=None, plan=plan)
+    return out
+
+
+@pytest.mark.parametrize("name", list(ATTEND_CASES))
+def test_attend_fused_equals_the_composition(name):
+    """The one-launch attend (block table and top-k ids read in the kernel) gives pa_decode's bits over the tables
+    the composition builds (torch backend's build_sparse_tables / ops.dense_tables), garbage pages and tokens
+    included, and is within the tolerance of the fp64 oracle; backend=None runs it."""
+    lens, nkv, group, topk, ppb, splits = ATTEND_CASES[name]
+    gen = torch.Generator().manual_seed(len(name))
+    case = H.attend_case(gen, lens, nkv, group, topk=topk, ppb=ppb)
+    dev, tables, context_lens = _attend_inputs(case)
+    rows = case["q"].shape[0]
+    plan = hopper_backend.make_plan(rows, tables.shape[1], group, DEV, num_splits=splits)
+    want = torch.full_like(dev["q"], float("nan"))
+    hopper_backend.pa_decode(want, dev["q"], dev["k"], dev["v"], tables, context_lens, softmax_scale=0.09,
+                             query_scale=None, plan=plan)
+    got = _attend(dev, torch.full_like(dev["q"], float("nan")), plan)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16)), "fused attend differs from the composition"
+    ref = _oracle(case["q"], case["k"], case["v"], tables.cpu(), context_lens.cpu(), 0.09)
+    _check(got.float().cpu().numpy(), ref, context_lens.cpu().numpy())
+    assert ops.resolve_backend(None, DEV).attend is hopper_backend.attend
+    checked = torch.full_like(dev["q"], float("nan"))
+    ops.attend(checked, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"], dev["row_position"],
+               num_kv_heads=nkv, topk_blocks=dev["topk_blocks"], pages_per_block=ppb, softmax_scale=0.09, plan=plan,
+               check=True)
+    assert torch.equal(checked.view(torch.int16), got.view(torch.int16))
+
+
+@pytest.mark.parametrize("name", ["sparse16", "dense-nkv2"])
+def test_attend_cuda_graph_replay_equals_eager(name):
+    """Captured once, replayed over another batch's contents in the same buffers (ids, positions, tables, q)."""
+    lens, nkv, group, topk, ppb, _ = ATTEND_CASES[name]
+    gen = torch.Generator().manual_seed(99)
+    first, second = (H.attend_case(gen, lens, nkv, group, topk=topk, ppb=ppb) for _ in range(2))
+    dev, tables, _ = _attend_inputs(first)
+    plan = hopper_backend.make_plan(first["q"].shape[0], tables.shape[1], group, DEV)
+    out = torch.empty_like(dev["q"])
+
+    def refill():
+        for key, x in second.items():
+            if isinstance(x, torch.Tensor):
+                dev[key].copy_(x.to(DEV))
+
+    H.capture_then_replay(lambda: _attend(dev, out, plan), refill)
+    replayed = out.clone()
+    eager = _attend(dev, torch.empty_like(out), plan)
     assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
 
 
