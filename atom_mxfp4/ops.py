@@ -1,4 +1,6 @@
-"""The four public ops of DESIGN §5: validate (DESIGN §6), then dispatch to a backend.
+"""The four public ops of DESIGN §5: validate (DESIGN §6), then dispatch to a backend; and ``attend``, a layer's
+attention step (pa_decode over the tables of ``dense_tables`` / ``build_sparse_tables``), which a backend may run as
+one launch (Hopper) and the others compose.
 
 Every op takes ``backend=None`` (best available for the device; an explicit name never falls back) and
 ``check=True``. ``check=False`` skips all validation, including the value checks that need a device->host sync

@@ -112,19 +112,19 @@ def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, tabl
     if SOURCE == TABLES:
         context = gl.load(context_lens_ptr + row)
         table_base = row * table_stride
-        head = row * 0
-        ids_base = row * 0
+        head = context * 0
+        ids_base = context * 0
     else:
         token = row.to(gl.int32) // num_kv_heads  # rows < 2**31: a 32-bit division (a 64-bit one is a long call)
-        head = (row.to(gl.int32) - token * num_kv_heads).to(gl.int64)
+        head = row.to(gl.int32) - token * num_kv_heads  # int32: folded ids page * nkv + head fit (checked)
         position = gl.load(position_ptr + token)
-        table_base = gl.load(request_ptr + token).to(gl.int64) * table_stride
+        table_base = gl.load(request_ptr + token) * table_stride  # int32: the launcher checks numel < 2**31
         if SOURCE == DENSE:
             context = position + 1
-            ids_base = row * 0
+            ids_base = token * 0
         else:
             BLOCK_TOKENS: gl.constexpr = PAGE * PPB
-            ids_base = (head * num_tokens + token) * topk
+            ids_base = (head * num_tokens + token) * topk  # int32, as table_base
             j = gl.arange(0, TOPK_POW2, layout=_ids_layout(TOPK_POW2))
             ids = gl.load(topk_ptr + ids_base + j, mask=j < topk, other=-1)
             own = position // BLOCK_TOKENS
@@ -135,20 +135,47 @@ def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, tabl
 
 
 @gluon.jit
-def _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads, table_stride, page_index, table_end,
+def _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk, SOURCE: gl.constexpr):
+    """Whether row ``row`` attends any token (context > 0), for the epilogue: one load, not _row_source's reductions.
+    SPARSE: its first top-k id is selected (ids are ascending, -1 padded; every selected block holds >= 1 token the
+    row sees); DENSE: always (position + 1 tokens)."""
+    if SOURCE == TABLES:
+        has = gl.load(context_lens_ptr + row) > 0
+    elif SOURCE == DENSE:
+        has = row >= 0
+    else:
+        token = row.to(gl.int32) // num_kv_heads
+        head = row.to(gl.int32) - token * num_kv_heads
+        has = gl.load(topk_ptr + (head * num_tokens + token) * topk) >= 0
+    return has
+
+
+@gluon.jit
+def _block_of(topk_ptr, ids_base, page_index, table_end, SOURCE: gl.constexpr, PPB: gl.constexpr):
+    """SPARSE: the top-k id of the block holding page ``page_index`` of the row (0 past table_end); otherwise the page
+    index itself (no load). Loaded a loop trip before ``_page_id`` reads the block table at it, so no trip waits on
+    a load it issued (in one trip, the id load stalled the trip's decode behind it)."""
+    if SOURCE == SPARSE:
+        block = gl.load(topk_ptr + ids_base + page_index // PPB, mask=page_index < table_end, other=0)
+    else:
+        block = page_index
+    return block
+
+
+@gluon.jit
+def _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, block, page_index, table_end,
              SOURCE: gl.constexpr, PPB: gl.constexpr):
     """The folded page id of page ``page_index`` of the row (0 when page_index >= table_end). table_end does not
     depend on the context, so these loads do not wait for it; an entry past the context is loaded but never used for
     an address that is read (its page's copies are masked off: ``_issue_page``). TABLES: the table entry; DENSE:
-    block-table entry x num_kv_heads + head; SPARSE: the same for page ``page_index % PPB`` of block
-    ``topk[.., page_index // PPB]`` (a -1 id reads entry 0 + the page; every entry read stays inside the row)."""
+    block-table entry x num_kv_heads + head; SPARSE: the same for page ``page_index % PPB`` of top-k block ``block``
+    (``_block_of``; a -1 id reads entry 0 + the page; every entry read stays inside the row)."""
     inside = page_index < table_end
     if SOURCE == TABLES:
         page = gl.load(tables_ptr + table_base + page_index, mask=inside, other=0)
     else:
         logical = page_index
         if SOURCE == SPARSE:
-            block = gl.load(topk_ptr + ids_base + page_index // PPB, mask=inside, other=0)
             logical = gl.minimum(gl.maximum(block, 0) * PPB + page_index % PPB, table_stride - 1)
         page = gl.load(tables_ptr + table_base + logical, mask=inside, other=0) * num_kv_heads + head
     return page
@@ -273,14 +300,18 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
     element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
     q = _load_query(q_ptr, row, group)  # first: its latency overlaps the table loads and copies below
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 pages in flight
-        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads,
-                                           table_stride, page_begin + s, table_end, SOURCE, PPB), context,
+        block = _block_of(topk_ptr, ids_base, page_begin + s, table_end, SOURCE, PPB)
+        _issue_page(k_ptr, v_ptr, _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, block,
+                                           page_begin + s, table_end, SOURCE, PPB), context,
                     page_begin + s, page_end, s, k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
     # the table entry of the next page to copy, loaded one loop trip before its copy is issued (a copy's addresses
     # need its page id: loaded just before, the load's latency stalled every trip)
-    next_id = _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads, table_stride,
+    # (SPARSE: its top-k id two trips before: _block_of)
+    next_block = _block_of(topk_ptr, ids_base, page_begin + STAGES - 1, table_end, SOURCE, PPB)
+    next_id = _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, next_block,
                        page_begin + STAGES - 1, table_end, SOURCE, PPB)
+    next_block = _block_of(topk_ptr, ids_base, page_begin + STAGES, table_end, SOURCE, PPB)
 
     misses = gl.zeros([PAGE], gl.int32, COPY_SCALES)  # the window check: bit 7 of a byte = a scale byte outside
     if FAST:  # a query element outside the window counts as a miss (one register live over the loop, not two)
@@ -300,8 +331,12 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
-        next_id = _page_id(tables_ptr, topk_ptr, table_base, ids_base, head, num_kv_heads, table_stride,
+        if not FAST:  # the exact pass (a fallback): the id in the same trip (two ahead spilled a register there)
+            next_block = _block_of(topk_ptr, ids_base, page_index + STAGES, table_end, SOURCE, PPB)
+        next_id = _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, next_block,
                            page_index + STAGES, table_end, SOURCE, PPB)
+        if FAST:
+            next_block = _block_of(topk_ptr, ids_base, page_index + STAGES + 1, table_end, SOURCE, PPB)
         if FAST:  # each thread checks the K and V scale words of one token of the page
             misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
                 | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
@@ -397,14 +432,9 @@ def _pa_decode_kernel(
             m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base,
                                        head, num_kv_heads, table_stride, table_end, context, page_begin, page_end,
                                        scale, k_codes, k_scales, v_codes, v_scales, STAGES, False, SOURCE, PPB)
-    row = gl.program_id(0)
-    if SOURCE != TABLES:  # opaque (as AGAIN): the top-k id addresses are derived again, not kept live (spilled)
-        row = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [row], dtype=gl.int32, is_pure=False,
-                                        pack=1)
-    row = row.to(gl.int64)
+    row = gl.program_id(0).to(gl.int64)
     split = gl.program_id(1)
-    context = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, table_stride, num_kv_heads,
-                          num_tokens, topk, SOURCE, TOPK_POW2, PPB)[0]
+    has_context = _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk, SOURCE)
 
     m_all, l_sum, o = _combine_warps(m_i, l_i, acc)
     head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, COMBINE_OUT))
@@ -422,16 +452,16 @@ def _pa_decode_kernel(
         _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
         done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
         if done == num_splits - 1:  # acquire: every split's partial is visible
-            _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_splits)
+            _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits)
             gl.store(counters_ptr + row, 0)  # the next launch (a graph replay) starts from 0
     else:  # no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN
-        out = gl.where(has_tokens[:, None], out, gl.where(context > 0, float("nan"), 0.0))
+        out = gl.where(has_tokens[:, None], out, gl.where(has_context, float("nan"), 0.0))
         gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
                  mask=(head < group)[:, None])
 
 
 @gluon.jit
-def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_splits):
+def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits):
     """out[row] = sum_s w_s * part_out[row, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all
     -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. The partials are read
     from L2 (.cg: other programs wrote them) MERGE_TRIP splits per trip as one [splits, 16, 128] block whose split
@@ -464,7 +494,7 @@ def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, context, group, num_spl
     head = gl.convert_layout(head, rows_layout, assert_trivial=True)
     dim = gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, PARTIALS)), assert_trivial=True)
     out = acc / gl.where(l_i > 0.0, l_i, 1.0)[:, None]
-    out = gl.where((l_i > 0.0)[:, None], out, gl.where(context > 0, float("nan"), 0.0))
+    out = gl.where((l_i > 0.0)[:, None], out, gl.where(has_context, float("nan"), 0.0))
     gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
              mask=(head < group)[:, None])
 
@@ -673,6 +703,8 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     if topk_blocks is not None:
         indices += (("topk_blocks", topk_blocks),)
     _check_launch(out, q, k_cache, v_cache, query_scale, indices)
+    for name, tensor in indices[:1] + indices[3:]:  # the kernel offsets into them in 32 bits
+        expect(tensor.numel() < 2**31, f"{name}.numel()", "< 2**31", tensor.numel())
     tokens = row_request.shape[0]
     expect(q.shape[0] == tokens * num_kv_heads, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x "
            f"{num_kv_heads}", q.shape[0])

@@ -108,7 +108,8 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     k_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
     v_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
     v_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
-    P._issue_page(k_ptr, v_ptr, P._page_id(tables_ptr, 0, 0, page_end), context, 0, page_end, 0,
+    P._issue_page(k_ptr, v_ptr, P._page_id(tables_ptr, tables_ptr, 0, 0, 0, 1, 1, 0, page_end, P.TABLES, 1),
+                  context, 0, page_end, 0,
                   k_codes, k_scales, v_codes, v_scales)
     async_copy.commit_group()
     async_copy.wait_group(0)
