@@ -404,11 +404,11 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=width, group=q.shape[1], device=q.device)
     fused = getattr(impl, "attend", None)
-    if fused is not None:
-        fused(out, q, k_records, v_records, block_table, row_request, row_position, num_kv_heads=num_kv_heads,
-              topk_blocks=topk_blocks, pages_per_block=pages_per_block, softmax_scale=float(softmax_scale),
-              query_scale=query_scale, plan=plan)
-        return out
+    if fused is not None and fused(out, q, k_records, v_records, block_table, row_request, row_position,
+                                   num_kv_heads=num_kv_heads, topk_blocks=topk_blocks,
+                                   pages_per_block=pages_per_block, softmax_scale=float(softmax_scale),
+                                   query_scale=query_scale, plan=plan) is not None:
+        return out  # ran as one launch (a backend declines, returning None, where its composition is faster)
     if sparse:
         tables, lens = impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
                                                 num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)

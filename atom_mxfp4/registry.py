@@ -19,7 +19,8 @@ OPS = ("fused_qknorm_rope_write", "index_topk", "build_sparse_tables", "pa_decod
 FUSED_OPS = ("attend",)
 """Optional: a one-launch form of a composition of the backend's own ops (``attend`` = the tables of
 ``build_sparse_tables`` / ``ops.dense_tables`` read by ``pa_decode``). ``atom_mxfp4.ops`` composes the backend's own
-ops where it ships none; never borrowed, since it stands for the pa_decode of the backend that ships it."""
+ops where it ships none, or where it declines a call (returns None: the composition is faster at that shape); never
+borrowed, since it stands for the pa_decode of the backend that ships it."""
 
 REFERENCE_BACKEND = "torch"
 """The backend that runs anywhere: ``backend=None``'s last resort and the yardstick of backend self-checks."""

@@ -181,3 +181,30 @@ def test_split_policy_on_a_cuda_device_reads_its_sm_count(monkeypatch):
         assert P.partial_slots(512, 64, cuda, P.DEFAULT_CONFIG, None) == 3 * 66
     finally:
         sm_count.cache_clear()
+
+
+@pytest.mark.parametrize("rows,fused", [(1, True), (8, True), (32, True), (64, True), (128, False), (512, False)])
+def test_sparse_attend_fuses_while_its_programs_fit_one_per_sm(rows, fused):
+    """The H200 crossover (docs/hopper.md "One launch per layer"): run_bench's sparse shape (16 pages per row) runs
+    as one launch up to batch 64 (rows x splits <= 132 SMs) and as tables + decode from batch 128; a plan gives the
+    same answer as the policy."""
+    cpu = torch.device("cpu")
+    assert P.fuses_sparse(rows, 16, cpu) is fused
+    assert P.fuses_sparse(rows, 16, cpu, hopper.make_plan(rows, 16, 16, cpu)) is fused
+
+
+def test_sparse_attend_declines_where_it_does_not_fuse_and_checks_the_id_width():
+    """Declining happens before any launch (None: atom_mxfp4.ops composes); index tensors the kernel offsets into in
+    32 bits are bounded."""
+    rows, topk = 512, 16
+    q = torch.zeros(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16)
+    cache = torch.zeros(8, 1, L.RECORD_BYTES, dtype=torch.uint8)
+    index = torch.zeros(rows, dtype=torch.int32)
+    ids = torch.zeros(1, rows, topk, dtype=torch.int32)
+    table = torch.zeros(1, 16, dtype=torch.int32)
+    kw = dict(num_kv_heads=1, topk_blocks=ids, pages_per_block=1, softmax_scale=0.1, query_scale=None, plan=None)
+    assert P.attend(torch.empty_like(q), q, cache, cache.clone(), table, index, index, **kw) is None
+    with pytest.raises(ValueError) as e:
+        P.attend(torch.empty_like(q), q, cache, cache.clone(), table, index, index,
+                 **{**kw, "topk_blocks": ids[:, :256].contiguous()})
+    _message(e, "topk_blocks.shape[:2]")

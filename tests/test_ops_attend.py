@@ -153,3 +153,31 @@ def test_fused_ops_are_never_borrowed(monkeypatch):
     table = backends._compose("borrower-test")
     assert not hasattr(table, "attend") and table.pa_decode is own.pa_decode
     assert table.index_topk is fused.index_topk
+
+
+def test_a_backend_may_decline_attend_and_ops_composes(monkeypatch):
+    """A backend's attend returns None where its composition is faster (Hopper: ``fuses_sparse``): ops.attend then
+    runs build_sparse_tables + pa_decode of that backend; a backend that runs it returns out and nothing else runs."""
+    gen = torch.Generator().manual_seed(8)
+    case = H.attend_case(gen, [300, 70], nkv=1, group=2, topk=2)
+    want, _, _ = _composition(case, "torch")
+    calls = []
+    torch_ops = backends.resolve_backend("torch", "cpu")
+
+    def table(attend):
+        return SimpleNamespace(**{**vars(torch_ops), "attend": attend})
+
+    def declines(out, *args, **kwargs):
+        calls.append("declined")
+        return None
+
+    monkeypatch.setattr(ops, "resolve_backend", lambda name, device: table(declines))
+    got = _attend(case, None)
+    assert calls == ["declined"] and torch.equal(got.view(torch.int16), want.view(torch.int16))
+
+    def runs(out, *args, **kwargs):
+        calls.append("ran")
+        return out.zero_()
+
+    monkeypatch.setattr(ops, "resolve_backend", lambda name, device: table(runs))
+    assert calls[-1:] != ["ran"] and (_attend(case, None) == 0).all() and calls[-1] == "ran"

@@ -65,9 +65,11 @@ def main():
         for splits in (1, 2):
             for cache in (k, far):
                 for ids_or_none, width in ((ids, ids.shape[2]), (None, wide.shape[1])):
-                    hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
-                                  topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088, query_scale=None,
-                                  plan=hopper.make_plan(5, width, 16, DEV, num_splits=splits))
+                    ran_fused = hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
+                                              topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088,
+                                              query_scale=None,
+                                              plan=hopper.make_plan(5, width, 16, DEV, num_splits=splits))
+                    assert ran_fused is out, "5 rows: the Hopper attend runs as one launch"
         ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass)"
                 ", Hopper attend (sparse and dense, direct and split, both passes)")
     else:

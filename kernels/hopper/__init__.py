@@ -45,9 +45,9 @@ def _triton_problem() -> str | None:
 
 
 if _triton_problem() is None:
-    from .pa_decode import HopperConfig, HopperDecodePlan, attend, make_plan, pa_decode
+    from .pa_decode import HopperConfig, HopperDecodePlan, attend, fuses_sparse, make_plan, pa_decode
 
-__all__ = ["pa_decode", "make_plan", "attend", "HopperConfig", "HopperDecodePlan"]
+__all__ = ["pa_decode", "make_plan", "attend", "fuses_sparse", "HopperConfig", "HopperDecodePlan"]
 
 
 def _device_problem(device: torch.device) -> str | None:

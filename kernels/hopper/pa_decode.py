@@ -153,8 +153,8 @@ def _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk
 @gluon.jit
 def _block_of(topk_ptr, ids_base, page_index, table_end, SOURCE: gl.constexpr, PPB: gl.constexpr):
     """SPARSE: the top-k id of the block holding page ``page_index`` of the row (0 past table_end); otherwise the page
-    index itself (no load). Loaded a loop trip before ``_page_id`` reads the block table at it, so no trip waits on
-    a load it issued (in one trip, the id load stalled the trip's decode behind it)."""
+    index itself (no load). Loaded in the trip that reads the block table at it: loading it a trip earlier measured
+    slower on the H200 (batch 512: 88.5 -> 95.4 us; one more live register, addresses rematerialised in the loop)."""
     if SOURCE == SPARSE:
         block = gl.load(topk_ptr + ids_base + page_index // PPB, mask=page_index < table_end, other=0)
     else:
@@ -307,11 +307,9 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
         async_copy.commit_group()
     # the table entry of the next page to copy, loaded one loop trip before its copy is issued (a copy's addresses
     # need its page id: loaded just before, the load's latency stalled every trip)
-    # (SPARSE: its top-k id two trips before: _block_of)
-    next_block = _block_of(topk_ptr, ids_base, page_begin + STAGES - 1, table_end, SOURCE, PPB)
-    next_id = _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, next_block,
+    next_id = _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride,
+                       _block_of(topk_ptr, ids_base, page_begin + STAGES - 1, table_end, SOURCE, PPB),
                        page_begin + STAGES - 1, table_end, SOURCE, PPB)
-    next_block = _block_of(topk_ptr, ids_base, page_begin + STAGES, table_end, SOURCE, PPB)
 
     misses = gl.zeros([PAGE], gl.int32, COPY_SCALES)  # the window check: bit 7 of a byte = a scale byte outside
     if FAST:  # a query element outside the window counts as a miss (one register live over the loop, not two)
@@ -331,12 +329,9 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
-        if not FAST:  # the exact pass (a fallback): the id in the same trip (two ahead spilled a register there)
-            next_block = _block_of(topk_ptr, ids_base, page_index + STAGES, table_end, SOURCE, PPB)
-        next_id = _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, next_block,
+        next_id = _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride,
+                           _block_of(topk_ptr, ids_base, page_index + STAGES, table_end, SOURCE, PPB),
                            page_index + STAGES, table_end, SOURCE, PPB)
-        if FAST:
-            next_block = _block_of(topk_ptr, ids_base, page_index + STAGES + 1, table_end, SOURCE, PPB)
         if FAST:  # each thread checks the K and V scale words of one token of the page
             misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
                 | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
@@ -692,11 +687,25 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
                    SOURCE_TABLES)
 
 
+def fuses_sparse(rows: int, width: int, device: torch.device, plan: HopperDecodePlan | None = None) -> bool:
+    """Whether a sparse ``attend`` of ``rows`` x ``width`` runs as one launch: when its programs fit one per SM (rows
+    x splits <= SMs), where the saved tables launch is worth more than what the kernel pays for reading the top-k ids
+    itself (a dependent load per page and a few registers: the loop rematerialises addresses). Measured on the H200
+    (2026-12-03, docs/hopper.md "One launch per layer"): batch 1 / 8 / 32 one launch 8.3 / 9.0 / 14.7 us against
+    tables + decode 9.1 / 10.4 / 15.1; batch 128 / 512 28.9 / 88.5 against 27.8 / 83.9. Otherwise the Triton tables
+    kernel, then the decode over its tables (the same output bits; ``attend`` declines, atom_mxfp4.ops composes)."""
+    splits = (plan.splits_for(rows, width)[0] if plan is not None
+              else num_splits_for(rows, width, device, DEFAULT_CONFIG.programs_per_sm))
+    return rows * splits <= _sms(device)
+
+
 def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks,
-           pages_per_block, softmax_scale, query_scale, plan):
+           pages_per_block, softmax_scale, query_scale, plan, fuse: bool | None = None):
     """atom_mxfp4.ops.attend in one launch: the decode kernel reads the block table (and the top-k ids) itself,
     the tables pa_decode would get are never made. Same output bits as pa_decode over those tables (same pages in
-    the same order, same splits: the split depends only on (rows, width))."""
+    the same order, same splits: the split depends only on (rows, width)). Sparse launches of more programs than
+    SMs are declined (returns None; ``fuses_sparse``: the composition measured faster there), so atom_mxfp4.ops runs
+    the composition. ``fuse=True``: one launch whatever the shape (benchmarks measure the crossover with it)."""
     # out / q [T * nkv, G, 128]; block_table [B, W] i32; row_request / row_position [T] i32; topk [nkv, T, topk] i32
     # ---- validate
     indices = (("block_table", block_table), ("row_request", row_request), ("row_position", row_position))
@@ -719,6 +728,8 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
     expect(topk_blocks.shape[:2] == (num_kv_heads, tokens), "topk_blocks.shape[:2]",
            f"(num_kv_heads, len(row_request)) = {(num_kv_heads, tokens)}", tuple(topk_blocks.shape[:2]))
+    if fuse is None and not fuses_sparse(q.shape[0], topk * pages_per_block, q.device, plan):
+        return None  # declined: atom_mxfp4.ops composes build_sparse_tables + pa_decode (the same bits)
     return _launch(out, q, k_cache, v_cache, topk * pages_per_block, softmax_scale, query_scale, plan,
                    (block_table, row_request, row_request, row_position, topk_blocks), sizes_common + (topk,),
                    SOURCE_SPARSE, triton.next_power_of_2(max(topk, 1)), pages_per_block)

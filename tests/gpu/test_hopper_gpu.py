@@ -108,7 +108,7 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     k_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
     v_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
     v_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
-    P._issue_page(k_ptr, v_ptr, P._page_id(tables_ptr, tables_ptr, 0, 0, 0, 1, 1, 0, page_end, P.TABLES, 1),
+    P._issue_page(k_ptr, v_ptr, P._page_id(tables_ptr, 0, 0, 1, 1, 0, 0, page_end, P.TABLES, 1),
                   context, 0, page_end, 0,
                   k_codes, k_scales, v_codes, v_scales)
     async_copy.commit_group()
@@ -315,6 +315,7 @@ ATTEND_CASES = {  # name: (request lengths, kv heads, group, topk (None: dense),
     "sparse16": ([3000, 2100, 64], 1, 16, 16, 1, None),
     "sparse-nkv4-ppb2": ([2600, 900, 257], 4, 12, 8, 2, None),
     "sparse-topk64-ppb4-direct": ([12000, 5000], 2, 16, 64, 4, 1),
+    "sparse-many-rows": ([3000] * 12, 2, 16, 16, 1, None),  # 72 rows x 2 splits > 132 SMs: composed (fuses_sparse)
 }
 
 
@@ -330,25 +331,33 @@ def _attend_inputs(case):
     return dev, tables, lens
 
 
-def _attend(dev, out, plan, fn=None):
-    (fn or hopper_backend.attend)(out, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"],
-                                  dev["row_position"], num_kv_heads=dev["num_kv_heads"],
-                                  topk_blocks=dev["topk_blocks"], pages_per_block=dev["pages_per_block"],
-                                  softmax_scale=0.09, query_scale=None, plan=plan)
-    return out
+def _attend(dev, out, plan):
+    """ops.attend on the Hopper backend, unchecked: the fused launch, or the composition where it declines."""
+    return ops.attend(out, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"], dev["row_position"],
+                      num_kv_heads=dev["num_kv_heads"], topk_blocks=dev["topk_blocks"],
+                      pages_per_block=dev["pages_per_block"], softmax_scale=0.09, plan=plan, backend="hopper",
+                      check=False)
 
 
 @pytest.mark.parametrize("name", list(ATTEND_CASES))
 def test_attend_fused_equals_the_composition(name):
-    """The one-launch attend (block table and top-k ids read in the kernel) gives pa_decode's bits over the tables
-    the composition builds (torch backend's build_sparse_tables / ops.dense_tables), garbage pages and tokens
-    included, and is within the tolerance of the fp64 oracle; backend=None runs it."""
+    """ops.attend on Hopper (the one launch reading the block table and the top-k ids, or the composition where
+    ``fuses_sparse`` declines) gives pa_decode's bits over the tables the composition builds (torch backend's
+    build_sparse_tables / ops.dense_tables), garbage pages and tokens included, and is within the tolerance of the
+    fp64 oracle; backend=None runs the Hopper attend."""
     lens, nkv, group, topk, ppb, splits = ATTEND_CASES[name]
     gen = torch.Generator().manual_seed(len(name))
     case = H.attend_case(gen, lens, nkv, group, topk=topk, ppb=ppb)
     dev, tables, context_lens = _attend_inputs(case)
     rows = case["q"].shape[0]
     plan = hopper_backend.make_plan(rows, tables.shape[1], group, DEV, num_splits=splits)
+    fused = topk is None or hopper_backend.fuses_sparse(rows, tables.shape[1], DEV, plan)
+    assert fused == (name != "sparse-many-rows"), (name, fused)
+    ran = hopper_backend.attend(torch.empty_like(dev["q"]), dev["q"], dev["k"], dev["v"], dev["block_table"],
+                                dev["row_request"], dev["row_position"], num_kv_heads=nkv,
+                                topk_blocks=dev["topk_blocks"], pages_per_block=ppb, softmax_scale=0.09,
+                                query_scale=None, plan=plan)
+    assert (ran is not None) == fused  # declined: None, and ops.attend composes
     want = torch.full_like(dev["q"], float("nan"))
     hopper_backend.pa_decode(want, dev["q"], dev["k"], dev["v"], tables, context_lens, softmax_scale=0.09,
                              query_scale=None, plan=plan)
