@@ -64,6 +64,16 @@ def test_tensors_read_by_pointer_must_be_contiguous(name):
     _message(excinfo, name, "contiguous", "strides")
 
 
+@pytest.mark.parametrize("name", ["tables", "context_lens"])
+def test_index_tensors_must_be_int32_even_unchecked(name):
+    """The launcher reads them as int32 words: an int64 tensor (what positions often are) is refused, not misread."""
+    args = _args()
+    args[name] = args[name].long()
+    with pytest.raises(TypeError) as excinfo:
+        _call(args)
+    _message(excinfo, f"{name}.dtype", "torch.int32", "torch.int64")
+
+
 def test_query_scale_tensor_must_be_contiguous():
     scale = torch.ones(3, 2)[:, 0]
     with pytest.raises(ValueError) as excinfo:

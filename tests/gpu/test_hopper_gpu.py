@@ -373,6 +373,28 @@ def test_attend_fused_equals_the_composition(name):
     assert torch.equal(checked.view(torch.int16), got.view(torch.int16))
 
 
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_attend_e4m3_query_and_query_scale(kind):
+    """The query paths the fused kernel shares with pa_decode: e4m3 q and a per-row query_scale tensor, bit for bit
+    against pa_decode over the composition's tables."""
+    gen = torch.Generator().manual_seed(23)
+    case = H.attend_case(gen, [900, 300], 2, 16, topk=None if kind == "dense" else 4)
+    case["q"] = (case["q"].float() * 0.5).to(torch.float8_e4m3fn)
+    dev, tables, context_lens = _attend_inputs(case)
+    rows = case["q"].shape[0]
+    scale = (torch.rand(rows, generator=gen) + 0.5).to(DEV)
+    plan = hopper_backend.make_plan(rows, tables.shape[1], 16, DEV)
+    want = torch.full(dev["q"].shape, float("nan"), dtype=torch.bfloat16, device=DEV)
+    hopper_backend.pa_decode(want, dev["q"], dev["k"], dev["v"], tables, context_lens, softmax_scale=0.09,
+                             query_scale=scale, plan=plan)
+    got = torch.full_like(want, float("nan"))
+    ops.attend(got, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"], dev["row_position"],
+               num_kv_heads=2, topk_blocks=dev["topk_blocks"], softmax_scale=0.09, query_scale=scale, plan=plan,
+               backend="hopper", check=True)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    assert torch.isfinite(got.float()).all()
+
+
 @pytest.mark.parametrize("name", ["sparse16", "dense-nkv2"])
 def test_attend_cuda_graph_replay_equals_eager(name):
     """Captured once, replayed over another batch's contents in the same buffers (ids, positions, tables, q)."""
