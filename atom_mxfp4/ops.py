@@ -355,12 +355,15 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
 def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
     """The tables of a dense layer: row ``t * nkv + h`` sees its request's whole block-table row, folded
     (``page * nkv + h``), and ``row_position[t] + 1`` tokens -> (tables [T * nkv, W] i32, context_lens [T * nkv] i32).
-    torch ops on any device, no check (``attend`` checks its inputs)."""
-    pages = block_table[row_request.long()].long()  # [T, W]
-    heads = torch.arange(num_kv_heads, device=pages.device)
+    torch ops on any device, in int32 (folded ids fit: ``attend`` checks pages x nkv < 2**31), no check: two kernels
+    for one KV head (the gather and the lengths), six for more (the layer's dense path on the composing backends)."""
+    pages = block_table.index_select(0, row_request.to(torch.int32))  # [T, W] int32
+    lens = row_position.to(torch.int32) + 1
+    if num_kv_heads == 1:
+        return pages, lens
+    heads = torch.arange(num_kv_heads, dtype=torch.int32, device=pages.device)
     tables = (pages[:, None, :] * num_kv_heads + heads[None, :, None]).reshape(-1, pages.shape[1])
-    lens = (row_position.long() + 1).repeat_interleave(num_kv_heads)
-    return tables.to(torch.int32).contiguous(), lens.to(torch.int32)
+    return tables, lens.repeat_interleave(num_kv_heads)
 
 
 def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks=None,

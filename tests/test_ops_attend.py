@@ -45,16 +45,19 @@ def _attend(case, backend, **kw):
     return out
 
 
-def test_dense_tables_rule():
+@pytest.mark.parametrize("nkv", [1, 3])
+def test_dense_tables_rule(nkv):
     gen = torch.Generator().manual_seed(3)
-    case = H.attend_case(gen, [300, 1, 129], nkv=3, group=2)
-    tables, lens = ops.dense_tables(case["block_table"], case["row_request"], case["row_position"], num_kv_heads=3)
+    case = H.attend_case(gen, [300, 1, 129], nkv=nkv, group=2)
+    tables, lens = ops.dense_tables(case["block_table"], case["row_request"], case["row_position"], num_kv_heads=nkv)
     bt = case["block_table"].tolist()
+    rows = len(case["row_request"]) * nkv
+    assert tables.shape == (rows, case["block_table"].shape[1]) and lens.shape == (rows,)
     for t, (req, pos) in enumerate(zip(case["row_request"].tolist(), case["row_position"].tolist())):
-        for h in range(3):
-            assert tables[t * 3 + h].tolist() == [page * 3 + h for page in bt[req]]
-            assert int(lens[t * 3 + h]) == pos + 1
-    assert tables.dtype == lens.dtype == torch.int32 and tables.is_contiguous()
+        for h in range(nkv):
+            assert tables[t * nkv + h].tolist() == [page * nkv + h for page in bt[req]]
+            assert int(lens[t * nkv + h]) == pos + 1
+    assert tables.dtype == lens.dtype == torch.int32 and tables.is_contiguous() and lens.is_contiguous()
 
 
 @pytest.mark.parametrize("backend", H.backends_here())
