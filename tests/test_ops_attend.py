@@ -184,3 +184,12 @@ def test_a_backend_may_decline_attend_and_ops_composes(monkeypatch):
 
     monkeypatch.setattr(ops, "resolve_backend", lambda name, device: table(runs))
     assert calls[-1:] != ["ran"] and (_attend(case, None) == 0).all() and calls[-1] == "ran"
+
+
+@pytest.mark.parametrize("backend", H.backends_here())
+def test_sparse_attend_with_topk_0_writes_zeros(backend):
+    gen = torch.Generator().manual_seed(9)
+    case = H.attend_case(gen, [300, 70], nkv=2, group=3, topk=0)
+    assert case["topk_blocks"].shape[2] == 0
+    got = _attend(case, backend)
+    assert torch.equal(got, torch.zeros_like(got))

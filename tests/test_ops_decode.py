@@ -195,3 +195,17 @@ def test_garbage_only_in_unowned_bytes_changes_nothing(backend):
         flat.copy_(torch.where(owned, flat, noise))
     b = run(dict(prob, k=k2, v=v2), backend, SCALE)
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("backend", H.backends_here())
+@pytest.mark.parametrize("rows, width", [(3, 0), (0, 4), (0, 0)])
+def test_empty_tables_or_rows_write_zeros(backend, rows, width):
+    """A zero-width table (a sparse layer with topk 0 selects nothing) or no rows: valid input, zeros out, on every
+    backend (the torch backend used to reduce over an empty token axis and raise)."""
+    q = torch.randn(rows, 4, 128).bfloat16()
+    out = torch.full_like(q, float("nan"))
+    cache = torch.zeros(2, 1, 8704, dtype=torch.uint8)
+    tables = torch.zeros(rows, width, dtype=torch.int32)
+    ops.pa_decode(out, q, cache, cache.clone(), tables, torch.zeros(rows, dtype=torch.int32), softmax_scale=0.1,
+                  backend=backend)
+    assert torch.equal(out, torch.zeros_like(out))

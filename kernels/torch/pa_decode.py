@@ -72,6 +72,9 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     group = q.shape[1]
     if plan is not None:  # refused as on every backend, though this one reads nothing from it
         check_plan(plan, backend=REFERENCE_BACKEND, rows=num_rows, width=width, group=group, device=q.device)
+    if num_rows == 0 or width == 0:  # no token anywhere (context_lens are 0): zeros, as every backend
+        out.zero_()
+        return out
     rows_per_chunk = max(1, ELEMENTS_PER_CHUNK // max(1, width * PAGE_SIZE * group))  # logits [n, G, W*128]
     rows_per_gather = max(1, ELEMENTS_PER_CHUNK // max(1, width * PAGE_SIZE * q.shape[2]))  # keys [n, W*128, D]
     number = 1.0 if query_scale is None or isinstance(query_scale, torch.Tensor) else float(query_scale)
