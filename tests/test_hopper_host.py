@@ -218,3 +218,17 @@ def test_sparse_attend_declines_where_it_does_not_fuse_and_checks_the_id_width()
         P.attend(torch.empty_like(q), q, cache, cache.clone(), table, index, index,
                  **{**kw, "topk_blocks": ids[:, :256].contiguous()})
     _message(e, "topk_blocks.shape[:2]")
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_attend_over_an_empty_block_table_writes_zeros_without_a_launch(sparse):
+    """No request holds a page (only reachable unchecked): zeros, and no read clamped to a row that has no entry."""
+    rows = 3
+    q = torch.zeros(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16)
+    out = torch.full_like(q, float("nan"))
+    cache = torch.zeros(2, 1, L.RECORD_BYTES, dtype=torch.uint8)
+    index = torch.zeros(rows, dtype=torch.int32)
+    ids = torch.full((1, rows, 4), -1, dtype=torch.int32) if sparse else None
+    ran = P.attend(out, q, cache, cache.clone(), torch.zeros(1, 0, dtype=torch.int32), index, index, num_kv_heads=1,
+                   topk_blocks=ids, pages_per_block=1, softmax_scale=0.1, query_scale=None, plan=None)
+    assert ran is out and torch.equal(out, torch.zeros_like(out))

@@ -721,6 +721,9 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
            f"{num_kv_heads}", q.shape[0])
     expect(1 <= pages_per_block <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"in [1, {MAX_PAGES_PER_BLOCK}]",
            pages_per_block)  # compile-time sizes stay bounded even under check=False
+    if block_table.shape[1] == 0:  # no request holds a page: no token to attend (and no entry to clamp a read to)
+        out.zero_()
+        return out
     sizes_common = (block_table.stride(0), num_kv_heads, tokens)
     if topk_blocks is None:
         return _launch(out, q, k_cache, v_cache, block_table.shape[1], softmax_scale, query_scale, plan,
