@@ -1,7 +1,9 @@
 """The Hopper backend (NVIDIA sm_90, Gluon): ``pa_decode`` over MXFP4 K/V with explicit layouts (issue 14).
 
-Only ``pa_decode`` / ``make_plan`` live here (pa_decode.py: kernel, plan, launcher; _decode.py: the MXFP4 decode into
-MMA operand registers; layout.py: every index map as host-evaluable data). The other three ops are the Triton
+Only ``pa_decode`` / ``make_plan`` live here, and ``attend`` (registry.FUSED_OPS: a layer's attention step in one
+launch, the kernel reading the block table and the top-k ids itself; it declines sparse launches of more programs
+than SMs, where atom_mxfp4.ops composes instead). pa_decode.py: kernel, plan, launchers; _decode.py: the MXFP4 decode
+into MMA operand registers; layout.py: every index map as host-evaluable data. The other three ops are the Triton
 backend's (``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).
 ``backend=None`` picks it on an sm_90 CUDA device (rank 0, before the Triton backend, which stays the portable path
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it
