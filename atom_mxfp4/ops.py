@@ -230,8 +230,10 @@ def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, bloc
              f"{int(ids[r, h, k])} at index {k})")
 
 
-def _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block):
-    """build_sparse_tables' (and sparse attend's) inputs; host syncs."""
+def _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block,
+                          pages: int | None = None):
+    """build_sparse_tables' (and sparse attend's) inputs; host syncs. ``pages``: the page ids a row may see are below
+    it (attend: the cache's pages); None: the folded ids ``page * nkv + h`` fit int32."""
     expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
            TypeError)
     expect_dtype(topk_blocks, "topk_blocks", INDEX)
@@ -242,9 +244,8 @@ def _check_selection_args(topk_blocks, block_table, row_request, row_position, n
     expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
            topk_blocks.shape[2])
     ppb = expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
-    # folded ids page * nkv + h must fit int32
     check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
-               (2**31 - 1) // nkv, PAGE_SIZE * ppb, ppb)
+               (2**31 - 1) // nkv if pages is None else pages, PAGE_SIZE * ppb, ppb)
     blocks_per_row = block_table.shape[1] // ppb
     _in_range(topk_blocks, "topk_blocks", NO_BLOCK, max(blocks_per_row, 0))
     _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
@@ -397,11 +398,15 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
         tokens = row_request.shape[0] if row_request.dim() == 1 else -1
         expect(q.shape[0] == tokens * nkv, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x {nkv}",
                q.shape[0])
-        if sparse:
-            _check_selection_args(topk_blocks, block_table, row_request, row_position, nkv, pages_per_block)
+        if sparse:  # the cache's pages bound the ids (pages x nkv < 2**31 was checked above)
+            expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
+                   TypeError)
+            expect_device(topk_blocks, "topk_blocks", q.device)  # the rows' metadata is checked on its device
+            _check_selection_args(topk_blocks, block_table, row_request, row_position, nkv, pages_per_block,
+                                  k_records.shape[0])
         else:
             expect(pages_per_block == 1, "pages_per_block", "1 on a dense layer (topk_blocks None)", pages_per_block)
-        check_rows(block_table, row_request, row_position, tokens, q.device, k_records.shape[0])
+            check_rows(block_table, row_request, row_position, tokens, q.device, k_records.shape[0])
     impl = resolve_backend(backend, q.device)
     width = topk_blocks.shape[2] * pages_per_block if sparse else block_table.shape[1]
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace

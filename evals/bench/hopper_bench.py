@@ -169,11 +169,9 @@ def attend_bench(out: Path, reps: int) -> None:
     for tokens, pages in ATTEND_SHAPES:
         context = pages * PAGE_SIZE
         n = sets_for(tokens * context * 2 * MX_TOKEN, budget=SET_BUDGET)
-        q = torch.randn(tokens, GROUP, 128, device=DEV).bfloat16()
+        q, lens, sets = make_inputs(tokens, pages, context, n)  # each set's table: the block table, a row per token
         request = torch.arange(tokens, dtype=torch.int32, device=DEV)
-        position = torch.full((tokens,), context - 1, dtype=torch.int32, device=DEV)
-        sets = [(random_records(tokens * pages), random_records(tokens * pages),
-                 torch.randperm(tokens * pages, device=DEV).int().view(tokens, pages).contiguous()) for _ in range(n)]
+        position = lens - 1
         plan = hopper.make_plan(tokens, pages, GROUP, DEV)
         outs = [torch.empty_like(q) for _ in range(2)]
 

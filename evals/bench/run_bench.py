@@ -151,7 +151,7 @@ def bench_sparse(peer, batches, log):
             def hopper_one_launch(o, plan):  # the fused kernel at every batch: the policy's crossover
                 return lambda: hopper.attend(o["out"], o["q"], o["k"], o["v"], o["bt"], o["rr"], o["rp"],
                                              num_kv_heads=1, topk_blocks=topk_idx, pages_per_block=1,
-                                             softmax_scale=0.088, query_scale=None, plan=plan, fuse=True)
+                                             softmax_scale=0.088, query_scale=None, plan=plan, always_fuse=True)
 
             rec["hopper_one_launch_ms"] = graph_time_ms(
                 [hopper_one_launch(o, hopper.make_plan(batch, topk, 16, DEV)) for o in ours])

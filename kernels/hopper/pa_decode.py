@@ -623,9 +623,13 @@ def with_config(plan: HopperDecodePlan, config: HopperConfig) -> HopperDecodePla
 
 
 # ---- launcher ---------------------------------------------------------------------------------------------------
-def _check_launch(out, q, k_cache, v_cache, query_scale, indices):
-    """Launch invariants shared by pa_decode and attend (user input was checked by atom_mxfp4.ops)."""
+def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
+    """Launch invariants shared by pa_decode and attend (user input was checked by atom_mxfp4.ops); the plan even
+    under check=False: a plan too small would be written past its workspace."""
     group = q.shape[1]
+    if plan is not None:
+        check_plan(plan, backend=NAME, rows=q.shape[0], width=width, group=group, device=q.device,
+                   kind=HopperDecodePlan)
     expect(group <= L.BLOCK_H, "q.shape[1] (GQA group)", f"<= {L.BLOCK_H}", group)
     expect(q.dtype in (torch.bfloat16, torch.float8_e4m3fn), "q.dtype", "torch.bfloat16 or torch.float8_e4m3fn",
            q.dtype, TypeError)
@@ -642,12 +646,11 @@ def _check_launch(out, q, k_cache, v_cache, query_scale, indices):
 
 def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, pointers, sizes, source, topk_pow2=1,
             ppb=1):
-    """Plan, split and launch the kernel for ``rows`` x ``width`` (the table's width); ``pointers``: tables /
+    """Plan, split and launch the kernel for ``rows`` x ``width`` (the table's width; a given plan was checked by
+    ``_check_launch``); ``pointers``: tables /
     block table, context_lens, request, position, topk (unused ones any tensor); ``sizes``: table_stride,
     num_kv_heads, num_tokens, topk."""
     rows, group, _ = q.shape
-    if plan is not None:  # even under check=False: a plan too small would be written past its workspace
-        check_plan(plan, backend=NAME, rows=rows, width=width, group=group, device=q.device, kind=HopperDecodePlan)
     # ---- flatten: records as int32 words; a tensor query_scale is read per row, a number (or None = 1) is folded
     k_words = k_cache.view(torch.int32)
     v_words = v_cache.view(torch.int32)
@@ -682,8 +685,9 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
 def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
     # out [R, G, 128] bf16; q [R, G, 128] bf16|e4m3; caches [pages, heads, 8704] u8; tables [R, W] i32; lens [R] i32
     # ---- validate
-    _check_launch(out, q, k_cache, v_cache, query_scale, (("tables", tables), ("context_lens", context_lens)))
     width = tables.shape[1]
+    _check_launch(out, q, k_cache, v_cache, query_scale, (("tables", tables), ("context_lens", context_lens)), plan,
+                  width)
     return _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan,
                    (tables, context_lens, context_lens, context_lens, context_lens), (width, 1, q.shape[0], 0),
                    SOURCE_TABLES)
@@ -702,18 +706,19 @@ def fuses_sparse(rows: int, width: int, device: torch.device, plan: HopperDecode
 
 
 def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks,
-           pages_per_block, softmax_scale, query_scale, plan, fuse: bool | None = None):
+           pages_per_block, softmax_scale, query_scale, plan, always_fuse: bool = False):
     """atom_mxfp4.ops.attend in one launch: the decode kernel reads the block table (and the top-k ids) itself,
     the tables pa_decode would get are never made. Same output bits as pa_decode over those tables (same pages in
     the same order, same splits: the split depends only on (rows, width)). Sparse launches of more programs than
     SMs are declined (returns None; ``fuses_sparse``: the composition measured faster there), so atom_mxfp4.ops runs
-    the composition. ``fuse=True``: one launch whatever the shape (benchmarks measure the crossover with it)."""
+    the composition. ``always_fuse``: one launch whatever the shape (benchmarks measure the crossover with it)."""
     # out / q [T * nkv, G, 128]; block_table [B, W] i32; row_request / row_position [T] i32; topk [nkv, T, topk] i32
     # ---- validate
     indices = (("block_table", block_table), ("row_request", row_request), ("row_position", row_position))
     if topk_blocks is not None:
         indices += (("topk_blocks", topk_blocks),)
-    _check_launch(out, q, k_cache, v_cache, query_scale, indices)
+    width = block_table.shape[1] if topk_blocks is None else topk_blocks.shape[2] * pages_per_block
+    _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width)
     for name, tensor in indices[:1] + indices[3:]:  # the kernel offsets into them in 32 bits
         expect(tensor.numel() < 2**31, f"{name}.numel()", "< 2**31", tensor.numel())
     tokens = row_request.shape[0]
@@ -726,16 +731,16 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
         return out
     sizes_common = (block_table.stride(0), num_kv_heads, tokens)
     if topk_blocks is None:
-        return _launch(out, q, k_cache, v_cache, block_table.shape[1], softmax_scale, query_scale, plan,
+        return _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan,
                        (block_table, row_request, row_request, row_position, row_request), sizes_common + (0,),
                        SOURCE_DENSE)
     topk = topk_blocks.shape[2]
     expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
     expect(topk_blocks.shape[:2] == (num_kv_heads, tokens), "topk_blocks.shape[:2]",
            f"(num_kv_heads, len(row_request)) = {(num_kv_heads, tokens)}", tuple(topk_blocks.shape[:2]))
-    if fuse is None and not fuses_sparse(q.shape[0], topk * pages_per_block, q.device, plan):
+    if not always_fuse and not fuses_sparse(q.shape[0], width, q.device, plan):
         return None  # declined: atom_mxfp4.ops composes build_sparse_tables + pa_decode (the same bits)
-    return _launch(out, q, k_cache, v_cache, topk * pages_per_block, softmax_scale, query_scale, plan,
+    return _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan,
                    (block_table, row_request, row_request, row_position, topk_blocks), sizes_common + (topk,),
                    SOURCE_SPARSE, triton.next_power_of_2(max(topk, 1)), pages_per_block)
 
