@@ -465,3 +465,28 @@ def run_ptx(text: str, operands: dict) -> dict:
         else:
             raise AssertionError(f"instruction not modelled: {op}")
     return regs
+
+
+def index_case(gen, rows, max_blocks, requests=4, index_k_dtype="mxfp4", heads=1):
+    """index_topk inputs with exact dyadic scores (keys k/4, |k| <= 8; idx_q j/2, |j| <= 4) in records of either
+    index-K dtype, random bytes (NaN codes, scale 255 ...) in every page no request owns."""
+    from atom_mxfp4.format import quantize_mxfp4
+    from atom_mxfp4.index_k import FP8_RECORD_BYTES, quantize_fp8
+    pages = requests * max_blocks + 5
+    keys = torch.randint(-8, 9, (pages * 128, 128), generator=gen).float() / 4  # exact dyadic scores
+    if index_k_dtype == "fp8":
+        records = torch.randint(0, 256, (pages, 1, FP8_RECORD_BYTES), generator=gen, dtype=torch.int32).to(torch.uint8)
+        data, scale = quantize_fp8(keys)
+        split = 128 * 128
+    else:
+        records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
+        data, scale = quantize_mxfp4(keys)
+        split = 8192
+    block_table = torch.randperm(pages, generator=gen)[:requests * max_blocks].view(requests, max_blocks).int()
+    owned = block_table.flatten().long()
+    records[owned, 0, :split] = data.view(pages, split)[owned]
+    records[owned, 0, split:] = scale.view(pages, -1)[owned]
+    row_request = torch.randint(0, requests, (rows,), generator=gen, dtype=torch.int32)
+    row_position = torch.randint(0, max_blocks * 128, (rows,), generator=gen, dtype=torch.int32)
+    idx_q = (torch.randint(-4, 5, (rows, heads, 128), generator=gen).float() / 2).bfloat16()
+    return idx_q, records, block_table.contiguous(), row_request, row_position

@@ -106,7 +106,8 @@ def test_hopper_is_chosen_on_sm90_only_and_refused_elsewhere(monkeypatch):
         assert backends.resolve_backend(None, "cuda:0").name == "hopper"
         assert backends.resolve_backend(None, "cpu").name != "hopper"
         table = backends.resolve_backend("hopper", "cuda:0")
-        assert table.pa_decode is hopper.pa_decode and table.index_topk is triton.index_topk
+        assert table.pa_decode is hopper.pa_decode and table.index_topk is hopper.index_topk  # shipped since 2026-12-03
+        assert table.build_sparse_tables is triton.build_sparse_tables  # borrowed
     finally:
         backends._resolve.cache_clear()
 

@@ -232,3 +232,32 @@ def test_attend_over_an_empty_block_table_writes_zeros_without_a_launch(sparse):
     ran = P.attend(out, q, cache, cache.clone(), torch.zeros(1, 0, dtype=torch.int32), index, index, num_kv_heads=1,
                    topk_blocks=ids, pages_per_block=1, softmax_scale=0.1, query_scale=None, plan=None)
     assert ran is out and torch.equal(out, torch.zeros_like(out))
+
+
+# ---- index_topk (kernels/hopper/index_topk.py): which calls the Gluon scorer takes, its own checks -------------------
+def test_index_scorer_takes_fp8_bf16_up_to_8_heads_only():
+    from atom_mxfp4.index_k import IndexKDtype
+    from atom_mxfp4.kernels.hopper.index_topk import native
+    q = torch.zeros(3, 1, 128, dtype=torch.bfloat16)
+    assert native(q, IndexKDtype.FP8)
+    assert native(torch.zeros(3, 8, 128, dtype=torch.bfloat16), IndexKDtype.FP8)
+    assert not native(torch.zeros(3, 9, 128, dtype=torch.bfloat16), IndexKDtype.FP8)  # 9..16 heads: Triton
+    assert not native(q, IndexKDtype.MXFP4)
+    assert not native(q.float(), IndexKDtype.FP8) and not native(q.half(), IndexKDtype.FP8)
+
+
+def test_index_scorer_checks_its_chunk_size_before_any_launch():
+    from atom_mxfp4.index_k import FP8_RECORD_BYTES
+    q = torch.zeros(2, 1, 128, dtype=torch.bfloat16)
+    cache = torch.zeros(4, 1, FP8_RECORD_BYTES, dtype=torch.uint8)
+    table = torch.arange(4, dtype=torch.int32).view(1, 4)
+    rows = torch.zeros(2, dtype=torch.int32)
+    for bad in (0, 65):
+        with pytest.raises(ValueError) as excinfo:
+            hopper.index_topk(q, cache, table, rows, rows, topk=2, init_blocks=0, local_blocks=1,
+                              index_k_dtype="fp8", config=hopper.IndexConfig(blocks_per_program=bad))
+        _message(excinfo, "config.blocks_per_program", "[1, 64]", str(bad))
+    with pytest.raises(ValueError) as excinfo:  # the shared launch invariants (the Triton scorer's checks)
+        hopper.index_topk(q, cache[:, :, :100], table, rows, rows, topk=2, init_blocks=0, local_blocks=1,
+                          index_k_dtype="fp8")
+    _message(excinfo, "index_k_cache", "16896")

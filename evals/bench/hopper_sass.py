@@ -10,6 +10,8 @@ threads = 256 elements per thread, so instructions per element = loop instructio
     python3 evals/bench/hopper_sass.py            # table, next to the Triton kernel's default (docs/triton.md)
     python3 evals/bench/hopper_sass.py --json     # one JSON object (tests/test_hopper_compile.py reads it)
     python3 evals/bench/hopper_sass.py --dump DIR # also the SASS / PTX / TTGIR of each variant
+    python3 evals/bench/hopper_sass.py --index [--json]  # the fp8 index-K scorer (index_topk.py) instead: one trip
+                                                         # = one page of 16896 B over 128 threads
 """
 
 from __future__ import annotations
@@ -86,11 +88,45 @@ def report(variant: dict) -> dict:
             "_asm": {"sass": sass, "ptx": kernel.asm["ptx"], "ttgir": kernel.asm["ttgir"]}}
 
 
+INDEX_PAGE_BYTES = 16896  # one fp8 index-K page record: what one trip of the scorer's loop streams
+
+
+def index_report() -> dict:
+    """The fp8 index scorer at 2 / 3 / 4 ring stages: registers, spills, shared memory, its page loop."""
+    from atom_mxfp4.kernels.hopper.index_topk import IndexConfig
+    from atom_mxfp4.kernels.hopper.index_topk import compile_for_sm90 as compile_index
+    out = {}
+    for stages in (2, 3, 4):
+        kernel = compile_index(IndexConfig(stages=stages))
+        found = resources(kernel.asm["cubin"])
+        sass = found.pop("sass")
+        body = hot_loop(sass)
+        all_ops = opcodes(text for _, text in instructions(sass))
+        out[f"{stages} stages"] = {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
+                                   "per_byte": len(body) * L.THREADS / INDEX_PAGE_BYTES, "loop_ops": dict(opcodes(body)),
+                                   "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--dump", type=Path, help="write each variant's SASS / PTX / TTGIR into this folder")
+    parser.add_argument("--index", action="store_true", help="the fp8 index-K scorer instead of pa_decode")
     args = parser.parse_args()
+    if args.index:
+        results = index_report()
+        if args.json:
+            print(json.dumps({"triton": triton.__version__, "variants": results}))
+            return
+        shown = ("HMMA", "F2FP", "HADD2", "FFMA", "LDS", "STS", "LDGSTS", "BAR", "SHFL", "IMAD", "LOP3", "FSEL")
+        print(f"triton {triton.__version__}, target sm_90; one trip = one 16896-B page over {L.THREADS} threads\n")
+        print("| variant | registers | spill (local B) | shared B | loop instructions / thread | per page byte | "
+              + " | ".join(shown) + " |\n|---|---:|---:|---:|---:|---:|" + "---:|" * len(shown))
+        for name, r in results.items():
+            print(f"| {name} | {r['registers']} | {r['local']} | {r['dynamic_shared']} | {r['loop_instructions']} | "
+                  f"{r['per_byte']:.2f} | " + " | ".join(str(r["loop_ops"].get(op, 0)) for op in shown) + " |")
+        return
     results = {}
     for name, variant in VARIANTS.items():
         result = report(variant)

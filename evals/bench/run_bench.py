@@ -164,7 +164,12 @@ def bench_sparse(peer, batches, log):
 
 
 # ---- 2. indexer --------------------------------------------------------------------------------------------------
-def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True):
+def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True, hopper_stages=()):
+    """Ours (Triton scorer, MXFP4 and fp8 index-K; the Hopper fp8 scorer when it can run: ``hopper_fp8_ms`` at its
+    default config, ``hopper_fp8_s{N}_ms`` at N ring stages) against SGLang's indexer with bf16 / fp8 index-K."""
+    hopper = None
+    if hopper_why() is None:
+        from atom_mxfp4.kernels import hopper
     rows = []
     for ctx in contexts:
         blocks = ctx // 128
@@ -200,6 +205,15 @@ def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True):
             rec = dict(context=ctx, batch=batch, sets=n)
             rec["ours_ms"] = graph_time_ms([our_call(o, "mxfp4") for o in ours["mxfp4"]])
             rec["ours_fp8_ms"] = graph_time_ms([our_call(o, "fp8") for o in ours["fp8"]])
+            if hopper is not None:
+                def hopper_call(o, cfg=None):
+                    return lambda: hopper.index_topk(q, o[0], o[1], row_req, row_pos, topk=16, init_blocks=0,
+                                                     local_blocks=1, index_k_dtype="fp8", config=cfg)
+                rec["hopper_fp8_ms"] = graph_time_ms([hopper_call(o) for o in ours["fp8"]])
+                rec["hopper_fp8_TBs"] = batch * ctx * FP8_TOKEN / (rec["hopper_fp8_ms"] * 1e-3) / 1e12
+                for stages in hopper_stages:
+                    rec[f"hopper_fp8_s{stages}_ms"] = graph_time_ms(
+                        [hopper_call(o, hopper.IndexConfig(stages=stages)) for o in ours["fp8"]])
             for dt in ("bf16", "fp8") if with_peer else ():
                 rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
             rec["ours_TBs"] = batch * ctx * MX_TOKEN / (rec["ours_ms"] * 1e-3) / 1e12
@@ -397,6 +411,9 @@ def plots(results, out: Path):
                            label=f"mxfp4 index-K vs SGLang fp8, {ctx // 1024}K")[0]
             ax.plot(b, [r["peer_fp8_ms"] / r["ours_fp8_ms"] for r in rs], marker="x", ls="--", color=line.get_color(),
                     label=f"fp8 index-K vs SGLang fp8, {ctx // 1024}K")
+            if all("hopper_fp8_ms" in r for r in rs):
+                ax.plot(b, [r["peer_fp8_ms"] / r["hopper_fp8_ms"] for r in rs], marker="s", ls=":",
+                        color=line.get_color(), label=f"Hopper fp8 index-K vs SGLang fp8, {ctx // 1024}K")
         ax.axhline(1, color="gray", lw=0.5)
         ax.set(xscale="log", xlabel="batch", ylabel="speed-up (peer time / ours)", title="indexer (score + top-16) vs SGLang's fp8 index-K")
         ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(out / "indexer.png", dpi=110); plt.close(fig)
@@ -456,7 +473,15 @@ def report(results, out: Path):
                                           ("mxfp4 vs fp8", ratio("peer_fp8_ms", "ours_ms")),
                                           ("fp8 vs bf16", ratio("peer_bf16_ms", "ours_fp8_ms")),
                                           ("fp8 vs fp8", ratio("peer_fp8_ms", "ours_fp8_ms")),
-                                          ("mxfp4 TB/s", f3("ours_TBs")), ("fp8 TB/s", f3("ours_fp8_TBs"))])]
+                                          ("mxfp4 TB/s", f3("ours_TBs")), ("fp8 TB/s", f3("ours_fp8_TBs"))]
+                     + ([("Hopper fp8 us", us("hopper_fp8_ms")), ("Hopper fp8 TB/s", f3("hopper_fp8_TBs")),
+                         ("Hopper fp8 vs Triton fp8", ratio("ours_fp8_ms", "hopper_fp8_ms")),
+                         ("Hopper fp8 vs SGLang bf16", ratio("peer_bf16_ms", "hopper_fp8_ms")),
+                         ("Hopper fp8 vs SGLang fp8", ratio("peer_fp8_ms", "hopper_fp8_ms"))]
+                        if all("hopper_fp8_ms" in r for r in results["indexer"]) else [])
+                     + [(f"Hopper fp8, {k.split('_')[2][1:]} stages us", us(k))
+                        for k in sorted({k for r in results["indexer"] for k in r if k.startswith("hopper_fp8_s")})
+                        if all(k in r for r in results["indexer"])])]
     if results.get("dense"):
         md += ["## 3. Dense pa_decode (G = 16), nominal TB/s = rows x context x 136 B / time\n",
                table(results["dense"], [("rows", lambda r: str(r["rows"])), ("context", lambda r: str(r["context"])),
@@ -481,6 +506,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--only", default="sparse,indexer,dense,write")
+    ap.add_argument("--hopper-index-stages", default="",
+                    help="also time the Hopper fp8 scorer at these ring depths (comma-separated), e.g. 2,4")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -514,7 +541,9 @@ def main():
     quick = args.quick
     steps = [("sparse", lambda: bench_sparse(peer, [1, 64, 512] if quick else [1, 8, 32, 64, 128, 256, 512], log)),
              ("indexer", lambda: bench_indexer(peer, [8192, 32768] if quick else [8192, 32768, 131072],
-                                               [1, 64] if quick else [1, 4, 16, 64, 256], log)),
+                                               [1, 64] if quick else [1, 4, 16, 64, 256], log,
+                                               hopper_stages=[int(x) for x in args.hopper_index_stages.split(",")
+                                                              if x])),
              ("dense", lambda: bench_dense([8, 512, 4096] if quick else [8, 128, 512, 4096],
                                            [2048, 8192] if quick else [512, 2048, 8192, 32768], log)),
              ("write", lambda: bench_write([1, 64, 512, 8192], log))]

@@ -1,10 +1,12 @@
 """The Hopper backend (NVIDIA sm_90, Gluon): ``pa_decode`` over MXFP4 K/V with explicit layouts (issue 14).
 
-Only ``pa_decode`` / ``make_plan`` live here, and ``attend`` (registry.FUSED_OPS: a layer's attention step in one
-launch, the kernel reading the block table and the top-k ids itself; it declines sparse launches of more programs
-than SMs, where atom_mxfp4.ops composes instead). pa_decode.py: kernel, plan, launchers; _decode.py: the MXFP4 decode
-into MMA operand registers; layout.py: every index map as host-evaluable data. The other three ops are the Triton
-backend's (``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).
+``pa_decode`` / ``make_plan`` live here, ``attend`` (registry.FUSED_OPS: a layer's attention step in one launch, the
+kernel reading the block table and the top-k ids itself; it declines sparse launches of more programs than SMs, where
+atom_mxfp4.ops composes instead) and ``index_topk`` (its own scorer for fp8 index-K with bf16 idx_q and <= 8 index
+heads, the Triton scorer for other calls, the Triton select kernel for both: index_topk.py). pa_decode.py: kernel,
+plan, launchers; _decode.py: the MXFP4 decode into MMA operand registers; layout.py: every index map as
+host-evaluable data. The other two ops (build_sparse_tables, the fused write) are the Triton backend's
+(``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).
 ``backend=None`` picks it on an sm_90 CUDA device (rank 0, before the Triton backend, which stays the portable path
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it
 on an sm_90 device and refuses anything else, never falling back. See docs/hopper.md.
@@ -47,9 +49,11 @@ def _triton_problem() -> str | None:
 
 
 if _triton_problem() is None:
+    from .index_topk import IndexConfig, index_topk
     from .pa_decode import HopperConfig, HopperDecodePlan, attend, fuses_sparse, make_plan, pa_decode
 
-__all__ = ["pa_decode", "make_plan", "attend", "fuses_sparse", "HopperConfig", "HopperDecodePlan"]
+__all__ = ["pa_decode", "make_plan", "attend", "index_topk", "fuses_sparse", "HopperConfig", "HopperDecodePlan",
+           "IndexConfig"]
 
 
 def _device_problem(device: torch.device) -> str | None:
@@ -75,7 +79,7 @@ def usable(device: torch.device) -> str | None:
 class HopperBackend(Backend):
     """``backend=None``'s choice on sm_90 (its GPU tests pass on the H200: docs/hopper.md); Triton elsewhere."""
 
-    ships = ("pa_decode", "make_plan", "attend")
+    ships = ("pa_decode", "make_plan", "attend", "index_topk")
     borrows = "triton"
 
     @classmethod

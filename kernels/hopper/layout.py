@@ -27,8 +27,8 @@ The K dimension of a product may be visited in any order, provided both operands
 
 from __future__ import annotations
 
-from atom_mxfp4.layout import (DATA_BYTES, HEAD_DIM, MAX_GROUP, PAGE_SIZE, RECORD_BYTES,  # noqa: F401
-                               SCALE_BYTES, SCALE_OFFSET)
+from atom_mxfp4.layout import (DATA_BYTES, FP8_DATA_BYTES, FP8_RECORD_BYTES, FP8_SCALE_OFFSET,  # noqa: F401
+                               HEAD_DIM, MAX_GROUP, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_OFFSET)
 
 WARPS = 4
 LANES = 32
@@ -158,3 +158,44 @@ def k_word_offset(w: int, n: int, c: int, j: int) -> int:
 def v_word_offset(w: int, p: int, par: int, g: int, word: int) -> int:
     """Word offset in the record of element [w, p, par, g, word] of the V words tensor."""
     return (TOKENS_PER_WARP * w + 2 * p + par) * CODE_WORDS + 2 * g + word
+
+
+# ---- index_topk: the fp8 index-K scorer (index_topk.py) -------------------------------------------------------------
+# Record (atom_mxfp4.index_k): per page 16896 B = [128 tokens x 128 B e4m3][128 tokens x 4 B e8m0], read as int32
+# words: token t's codes in words 32 t .. 32 t + 31, its 4 scale bytes (one per 32 channels) in word 4096 + t.
+# Work split: one program = 4 warps per (row, chunk of blocks); one loop trip = one 128-token page; warp w owns tokens
+# 32 w .. 32 w + 31 and computes their scores as the A operand of mma.m16n8k16 (M = tokens: 2 m-tiles per warp, N =
+# the index heads padded to 8, K = channels), one MMA chain per 32-channel block so that each partial score is
+# multiplied by its token's block scale in fp32 (as the Triton scorer: _fp8.fp8_scores).
+IDX_HEADS = 8  # index heads per program (the MMA's N); more heads: the Triton scorer
+FP8_RECORD_WORDS = FP8_RECORD_BYTES // WORD_BYTES  # 4224
+FP8_CODE_WORDS = FP8_DATA_BYTES // WORD_BYTES  # 32 words of e4m3 codes per token
+FP8_SCALE_WORD = FP8_SCALE_OFFSET // WORD_BYTES  # 4096: the word of token 0's 4 scale bytes
+# tensor [w, n, beta, c, sigma]: word sigma (0..1) of the 8-byte chunk c (0..3) of the 32-channel block beta (0..3)
+# of token 32 w + n; bytes 32 beta + 8 c + 4 sigma .. + 3 (one 64-bit load per (token, block))
+IDX_WORDS_SHAPE = [WARPS, TOKENS_PER_WARP, 4, 4, 2]
+IDX_WORDS_BASES = dict(
+    reg_bases=[[0, 0, 0, 0, 1], [0, 0, 1, 0, 0], [0, 0, 2, 0, 0], [0, 8, 0, 0, 0], [0, 16, 0, 0, 0]],
+    lane_bases=[[0, 0, 0, 1, 0], [0, 0, 0, 2, 0], [0, 1, 0, 0, 0], [0, 2, 0, 0, 0], [0, 4, 0, 0, 0]],
+    warp_bases=[[1, 0, 0, 0, 0], [2, 0, 0, 0, 0]],
+    block_bases=[],
+    shape=IDX_WORDS_SHAPE,
+)
+# A word's 4 bytes decode to two bf16x2 registers (h = 0: bytes 0, 1; h = 1: bytes 2, 3; element b = the byte's
+# parity); joined, the tensor is [w, n, beta, c, sigma, b, h]. Per block beta the A operand [w, 32 tokens, 32] has
+# column kk = b + 2 c + 8 h + 16 sigma (lane c = lane & 3 holds columns 2 c, 2 c + 1, 2 c + 8, 2 c + 9 of each k-step,
+# as the m16n8k16 A fragment wants), i.e. channel 32 beta + idx_channel(kk):
+IDX_BLOCK_SPLIT_SHAPE = [WARPS, TOKENS_PER_WARP, 2, 2, 4, 2, 2, 2]  # [w, n, beta1, beta0, c, sigma, b, h]
+IDX_BLOCK_SPLIT_ORDER = [0, 1, 4, 5, 6, 7, 2, 3]  # -> [w, n, c, sigma, b, h, beta1, beta0]: split beta0, then beta1
+IDX_A_ORDER = [0, 1, 3, 5, 2, 4]  # [w, n, c, sigma, b, h] -> [w, n, sigma, h, c, b]: flattened, column kk
+IDX_KK_BITS = (0, 3, 4, 1, 2)  # channel bit of each bit of kk: b -> 0, c -> 3 4, h -> 1, sigma -> 2
+
+
+def idx_channel(kk: int) -> int:
+    """Channel (inside its 32-channel block) of column ``kk`` of an index scorer A operand block (and row of q's)."""
+    return permute_bits(kk, IDX_KK_BITS)
+
+
+def idx_word_offset(w: int, n: int, beta: int, c: int, sigma: int) -> int:
+    """Word offset in the fp8 record of element [w, n, beta, c, sigma] of the index scorer's words tensor."""
+    return (TOKENS_PER_WARP * w + n) * FP8_CODE_WORDS + 8 * beta + 2 * c + sigma

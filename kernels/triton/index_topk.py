@@ -162,11 +162,9 @@ def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device)
     return min(64, max_blocks, triton.next_power_of_2(want))
 
 
-def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
-               index_k_dtype=IndexKDtype.MXFP4, config=None):
-    # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] (mxfp4) / [pages, 1, 16896] (fp8) u8;
-    # block_table [B, max_blocks] i32; row_* [R] i32
-    # ---- validate (launch invariants)
+def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk, index_k_dtype):
+    """The launch invariants of an index_topk kernel (host-side, no sync; also under check=False) -> the index-K
+    dtype. Shared with the Hopper scorer (kernels/hopper/index_topk.py)."""
     rows, heads, _ = idx_q.shape
     expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {int(BLOCK_H)}", heads)
     # compile-time sizes stay bounded even under check=False (host-side, no sync)
@@ -182,6 +180,31 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
            and index_k_cache.shape[1:] == (1, width), "index_k_cache",
            f"contiguous uint8 [pages, 1, {width}] (index_k_dtype {index_dtype.value!r})",
            f"{index_k_cache.dtype} {list(index_k_cache.shape)} strides {tuple(index_k_cache.stride())}")
+    return index_dtype
+
+
+def select_topk(keys, row_position, out, *, topk, config=None):
+    """keys [heads, R, max_blocks] int32 (the score kernels' rank keys, blocks <= each row's own block) -> out [heads,
+    R, topk]: the ``min(topk, own + 1)`` best blocks ascending, -1 padded (``_select_kernel``). Shared with the Hopper
+    scorer."""
+    heads, rows, max_blocks = keys.shape
+    cfg = DEFAULT_CONFIG if config is None else config
+    _select_kernel[(rows, heads)](
+        keys, row_position, out, rows, max_blocks,
+        TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), BLOCKS_POW2=triton.next_power_of_2(max_blocks),
+        num_warps=cfg.select_warps,
+    )
+    return out
+
+
+def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
+               index_k_dtype=IndexKDtype.MXFP4, config=None):
+    # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] (mxfp4) / [pages, 1, 16896] (fp8) u8;
+    # block_table [B, max_blocks] i32; row_* [R] i32
+    # ---- validate (launch invariants)
+    index_dtype = check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk, index_k_dtype)
+    rows, heads, _ = idx_q.shape
+    width = index_dtype.record_bytes
     # ---- flatten
     max_blocks = block_table.shape[1]
     device = idx_q.device
@@ -206,9 +229,4 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         INDEX_FP8=index_dtype is IndexKDtype.FP8, INDEX_RECORD_BYTES=width,
         num_warps=cfg.score_warps,
     )
-    _select_kernel[(rows, heads)](
-        keys, row_position, out, rows, max_blocks,
-        TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), BLOCKS_POW2=triton.next_power_of_2(max_blocks),
-        num_warps=cfg.select_warps,
-    )
-    return out
+    return select_topk(keys, row_position, out, topk=topk, config=cfg)

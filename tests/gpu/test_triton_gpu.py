@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from _helpers import attention_rows, capture_then_replay  # noqa: E402
+from _helpers import attention_rows, capture_then_replay, index_case  # noqa: E402
 
 RECORD = RECORD_BYTES
 RECORD_C = tl.constexpr(RECORD_BYTES)  # what a @triton.jit body may read (a plain global is refused since 3.6)
@@ -128,30 +128,6 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, larger_plan):
     assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
 
 
-def _index_case(gen, rows, max_blocks, requests=4, index_k_dtype="mxfp4"):
-    """Exact dyadic keys (k/4, |k| <= 8) in records of either index-K dtype, garbage in every page no request owns."""
-    from atom_mxfp4.format import quantize_mxfp4
-    from atom_mxfp4.index_k import FP8_RECORD_BYTES, quantize_fp8
-    pages = requests * max_blocks + 5
-    keys = torch.randint(-8, 9, (pages * 128, 128), generator=gen).float() / 4  # exact dyadic scores
-    if index_k_dtype == "fp8":
-        records = torch.randint(0, 256, (pages, 1, FP8_RECORD_BYTES), generator=gen, dtype=torch.int32).to(torch.uint8)
-        data, scale = quantize_fp8(keys)
-        split = 128 * 128
-    else:
-        records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
-        data, scale = quantize_mxfp4(keys)
-        split = 8192
-    block_table = torch.randperm(pages, generator=gen)[:requests * max_blocks].view(requests, max_blocks).int()
-    owned = block_table.flatten().long()
-    records[owned, 0, :split] = data.view(pages, split)[owned]
-    records[owned, 0, split:] = scale.view(pages, -1)[owned]
-    row_request = torch.randint(0, requests, (rows,), generator=gen, dtype=torch.int32)
-    row_position = torch.randint(0, max_blocks * 128, (rows,), generator=gen, dtype=torch.int32)
-    idx_q = (torch.randint(-4, 5, (rows, 1, 128), generator=gen).float() / 2).bfloat16()
-    return idx_q, records, block_table.contiguous(), row_request, row_position
-
-
 @pytest.mark.parametrize("asm,index_k_dtype", [(False, "mxfp4"), (True, "mxfp4"), (True, "fp8")],
                          ids=["triton_decode", "ptx_decode", "fp8"])
 @pytest.mark.parametrize("rows,max_blocks", [(300, 97), (3, 333)])
@@ -159,7 +135,7 @@ def test_index_topk_and_tables_large_bit_exact(rows, max_blocks, asm, index_k_dt
     triton_backend, torch_backend = _backends()
     from atom_mxfp4.kernels.triton.index_topk import IndexConfig
     gen = torch.Generator().manual_seed(rows * max_blocks)
-    args = _index_case(gen, rows, max_blocks, index_k_dtype=index_k_dtype)
+    args = index_case(gen, rows, max_blocks, index_k_dtype=index_k_dtype)
     kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype)
     ours = triton_backend.index_topk(*(a.to(DEV) for a in args), **kwargs,
                                      config=IndexConfig(asm=asm))
@@ -178,7 +154,7 @@ def test_index_and_tables_cuda_graph_replay_equals_eager(index_k_dtype):
     triton_backend, _ = _backends()
     gen = torch.Generator().manual_seed(3)
     idx_q, records, block_table, row_request, row_position = (
-        a.to(DEV) for a in _index_case(gen, 64, 40, index_k_dtype=index_k_dtype))
+        a.to(DEV) for a in index_case(gen, 64, 40, index_k_dtype=index_k_dtype))
     kwargs = dict(topk=16, init_blocks=0, local_blocks=1, index_k_dtype=index_k_dtype)
 
     def step():

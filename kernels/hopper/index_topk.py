@@ -1,0 +1,283 @@
+"""index_topk (Gluon, Hopper sm_90): the fp8 index-K scorer with explicit layouts, then the Triton select kernel.
+
+Same signature and semantics as the Triton backend's ``index_topk`` (DESIGN §5): ``score[h, r, b] = max over the
+block's tokens p <= row_position[r] of idx_q[r, h] . idx_k[p]`` (dequantized, fp32 sums), NaN -> -inf, init / local
+blocks forced, the ``min(topk, own + 1)`` best blocks ascending, -1 padded. This kernel scores the production case,
+**fp8 index-K with bf16 idx_q and at most 8 index heads** (niq per rank is 1 at TP4); any other call (MXFP4 index-K,
+fp32 / fp16 idx_q, more heads) runs the Triton scorer: a composition inside the backend, stated here and in
+docs/hopper.md, not a fallback from a failure. Both write the same rank keys, and the Triton ``_select_kernel`` picks
+the ids from them (``select_topk``).
+
+Numerics: the Triton GPU scorer's (``_fp8.fp8_scores``): per 32-channel block, the e4m3 codes converted exactly to
+bf16 (hardware ``cvt.rn.f16x2.e4m3x2``, then f16 -> f32 -> bf16, exact: e4m3 fits both), one bf16 MMA chain with
+fp32 accumulation, times the token's block scale ``2**(e - 127)`` in fp32 (``e << 23``: 255 -> Inf, as the Triton
+scorer), the 4 blocks summed in order. So the scores equal the Triton kernel's wherever the dot is exact (the MMA's
+internal sum order inside a block may differ; the GPU tests build exact scores and compare the ids bit for bit).
+
+Structure (layout.IDX_*): one program = 4 warps per (row, chunk of blocks); one loop trip = one 128-token page
+streamed through a ring of ``IndexConfig.stages`` shared-memory stages with ``cp.async`` (per-token masks: tokens past
+the row's position and every byte of a forced block are never read, zero-filled); warp ``w`` decodes its 32 tokens
+straight into the A operand registers of ``mma.sync.m16n8k16`` (M = tokens, N = heads, K = channels, the channel
+order permuted so that a lane's 8 bytes per (token, block) are one 64-bit shared load: ``layout.idx_channel``; q is
+loaded once per program in the same order). Each warp stores its page maxima to shared memory; after the loop one
+barrier, and the program writes the rank keys of its blocks (the Triton kernel's keys, bit for bit).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
+
+from atom_mxfp4.errors import expect
+from atom_mxfp4.index_k import IndexKDtype
+from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, NO_BLOCK as _NO_BLOCK
+
+from . import layout as L
+from ._decode import unpack_bf16x2
+
+# the Triton scorer's module (the package's ``index_topk`` attribute is the function)
+triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
+
+PAGE = gl.constexpr(L.PAGE_SIZE)
+WARPS = gl.constexpr(L.WARPS)
+TOKENS_PER_WARP = gl.constexpr(L.TOKENS_PER_WARP)
+HEADS = gl.constexpr(L.IDX_HEADS)
+CODE_WORDS = gl.constexpr(L.FP8_CODE_WORDS)
+RECORD_WORDS = gl.constexpr(L.FP8_RECORD_WORDS)
+SCALE_WORD = gl.constexpr(L.FP8_SCALE_WORD)
+WORDS_SHAPE = gl.constexpr(L.IDX_WORDS_SHAPE)
+BLOCK_SPLIT_SHAPE = gl.constexpr(L.IDX_BLOCK_SPLIT_SHAPE)
+BLOCK_SPLIT_ORDER = gl.constexpr(L.IDX_BLOCK_SPLIT_ORDER)
+A_ORDER = gl.constexpr(L.IDX_A_ORDER)
+INIT_KEY = gl.constexpr(_INIT_KEY)
+LOCAL_KEY = gl.constexpr(_LOCAL_KEY)
+MAX_TRIPS = gl.constexpr(64)  # blocks per program at most (blocks_per_program_for caps at 64): the maxima buffer
+
+MMA = gl.constexpr(gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.MMA_WARPS, instr_shape=L.MMA_INSTR_SHAPE))
+A_OPERAND = gl.constexpr(gl.DotOperandLayout(0, MMA.value, L.K_WIDTH))  # a block of K [4, 32 tokens, 32]
+B_OPERAND = gl.constexpr(gl.DotOperandLayout(1, MMA.value, L.K_WIDTH))  # a block of q^T [4, 32, 8 heads]
+ROWS = gl.constexpr(gl.SliceLayout(2, MMA.value))  # [4, 32 tokens]: one value per accumulator row
+WORDS = gl.constexpr(gl.DistributedLinearLayout(**L.IDX_WORDS_BASES))
+COPY_CODES = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [128, 32] words, 16 B copies
+COPY_SCALES = gl.constexpr(gl.BlockedLayout([1], [32], [L.WARPS], [0]))  # [128] words
+RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))
+MAXIMA_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [MAX_TRIPS, 4 warps, 8 heads] fp32 (the
+# order is that of one trip's [4, 8], as for the ring layouts)
+MAXIMA = gl.constexpr(gl.BlockedLayout([L.WARPS, 1], [1, 32], [1, L.WARPS], [1, 0]))  # one trip's [4, 8]: the warps
+# in each thread's registers
+
+# one word of 4 e4m3 bytes -> bf16x2 (bytes 0, 1) and bf16x2 (bytes 2, 3), exactly (f16 and f32 hold every e4m3;
+# 0x7F / 0xFF -> NaN, as the Triton scorer's conversion)
+FP8_ASM = gl.constexpr("\n".join([
+    "{", ".reg .b16 lo, hi, a0, a1, b0, b1;", ".reg .b32 a, b;", ".reg .f32 f0, f1, f2, f3;",
+    "mov.b32 {lo, hi}, $2;",
+    "cvt.rn.f16x2.e4m3x2 a, lo;", "cvt.rn.f16x2.e4m3x2 b, hi;",
+    "mov.b32 {a0, a1}, a;", "mov.b32 {b0, b1}, b;",
+    "cvt.f32.f16 f0, a0;", "cvt.f32.f16 f1, a1;", "cvt.f32.f16 f2, b0;", "cvt.f32.f16 f3, b1;",
+    "cvt.rn.bf16x2.f32 $0, f1, f0;", "cvt.rn.bf16x2.f32 $1, f3, f2;", "}"]))
+
+_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # triton 3.6's name / 3.7's
+
+
+@gluon.jit
+def _query_block(idx_q_ptr, row, num_heads, beta: gl.constexpr):
+    """q^T of 32-channel block ``beta`` as the B operand [4 warps, 32, 8 heads] (row kk = channel 32 beta +
+    layout.idx_channel(kk); heads >= num_heads are 0), once per program."""
+    kk = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, B_OPERAND)))
+    head = gl.arange(0, HEADS, layout=gl.SliceLayout(0, gl.SliceLayout(1, B_OPERAND)))
+    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, B_OPERAND)))
+    channel = 32 * beta + (kk & 1) + ((kk >> 1) & 3) * 8 + ((kk >> 3) & 1) * 2 + ((kk >> 4) & 1) * 4
+    offset = (warp[:, None, None] * 0 + (row * num_heads + head[None, None, :]) * 128 + channel[None, :, None])
+    return gl.load(idx_q_ptr + offset, mask=(head < num_heads)[None, None, :] & (warp >= 0)[:, None, None], other=0.0)
+
+
+@gluon.jit
+def _a_block(pairs):
+    """[4, 32 tokens, c, sigma, b, h] bf16 of one block -> its A operand [4, 32, 32] (column kk = b + 2 c + 8 h + 16
+    sigma), asserted free."""
+    a = gl.reshape(gl.permute(pairs, A_ORDER.value), [WARPS, TOKENS_PER_WARP, 32])
+    return gl.convert_layout(a, A_OPERAND, assert_trivial=True)
+
+
+@gluon.jit
+def _block_score(q, a, scale_words, beta: gl.constexpr, total):
+    """total + (a . q) x the tokens' block-``beta`` scales (fp32, e << 23)."""
+    part = mma_v2(a, q, gl.zeros([WARPS, TOKENS_PER_WARP, HEADS], gl.float32, MMA))
+    factor = (((scale_words >> (8 * beta)) & 0xFF) << 23).to(gl.float32, bitcast=True)
+    return part * factor[:, :, None] + total
+
+
+@gluon.jit
+def _page_maxima(q0, q1, q2, q3, codes, scales, slot, first_token, position):
+    """[4 warps, 8 heads] max over each warp's 32 tokens of ring slot ``slot`` (tokens > position and NaN: -inf)."""
+    words = codes.index(slot).reshape(WORDS_SHAPE.value).load(WORDS)  # [w, n, beta, c, sigma]
+    h0, h1 = gl.inline_asm_elementwise(FP8_ASM, "=r,=r,r", [words], dtype=(gl.int32, gl.int32), is_pure=True,
+                                       pack=1)
+    pairs = gl.join(unpack_bf16x2(h0), unpack_bf16x2(h1))  # [w, n, beta, c, sigma, b, h]
+    pairs = gl.permute(gl.reshape(pairs, BLOCK_SPLIT_SHAPE.value), BLOCK_SPLIT_ORDER.value)
+    even, odd = gl.split(pairs)  # beta0 = 0 / 1: [w, n, c, sigma, b, h, beta1]
+    block0, block2 = gl.split(even)
+    block1, block3 = gl.split(odd)
+    scale_words = scales.index(slot).reshape([WARPS, TOKENS_PER_WARP]).load(ROWS)
+    total = gl.zeros([WARPS, TOKENS_PER_WARP, HEADS], gl.float32, MMA)
+    total = _block_score(q0, _a_block(block0), scale_words, 0, total)
+    total = _block_score(q1, _a_block(block1), scale_words, 1, total)
+    total = _block_score(q2, _a_block(block2), scale_words, 2, total)
+    total = _block_score(q3, _a_block(block3), scale_words, 3, total)
+    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, ROWS))
+    token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, ROWS))
+    visible = first_token + warp[:, None] * TOKENS_PER_WARP + token[None, :] <= position
+    total = gl.where(visible[:, :, None] & (total == total), total, float("-inf"))
+    return gl.max(total, axis=1)
+
+
+@gluon.jit
+def _read_block(block, init_blocks, own, local_blocks):
+    """Whether block ``block`` is scored from its bytes (not forced: init, or one of the local blocks)."""
+    return (block >= init_blocks) & (block <= own - local_blocks)
+
+
+@gluon.jit
+def _page_of(table_row, block, end, init_blocks, own, local_blocks):
+    """The page of ``block`` (0 when it is not read or past the chunk: its copies are masked off)."""
+    read = _read_block(block, init_blocks, own, local_blocks) & (block < end)
+    return gl.load(table_row + block, mask=read, other=0)
+
+
+@gluon.jit
+def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_blocks, slot, codes, scales):
+    """cp.async block ``block``'s record (page ``page``) into ring slot ``slot``: only tokens <= position of a block
+    that is read; the rest zero-filled, never read."""
+    read = _read_block(block, init_blocks, own, local_blocks) & (block < end)
+    valid = gl.where(read, gl.minimum(position - block * PAGE + 1, PAGE), 0)
+    record = page.to(gl.int64) * RECORD_WORDS
+    token = gl.arange(0, PAGE, layout=gl.SliceLayout(1, COPY_CODES))
+    word = gl.arange(0, CODE_WORDS, layout=gl.SliceLayout(0, COPY_CODES))
+    mask = (token < valid)[:, None] & (word < CODE_WORDS)[None, :]
+    async_copy.async_copy_global_to_shared(codes.index(slot), index_k_ptr + record + token[:, None] * CODE_WORDS
+                                           + word[None, :], mask=mask)
+    scale_token = gl.arange(0, PAGE, layout=COPY_SCALES)
+    async_copy.async_copy_global_to_shared(scales.index(slot), index_k_ptr + record + SCALE_WORD + scale_token,
+                                           mask=scale_token < valid)
+
+
+@gluon.jit
+def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
+                  num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
+                  STAGES: gl.constexpr):
+    gl.static_assert(STAGES >= 2)
+    codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
+    scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
+    maxima = gl.allocate_shared_memory(gl.float32, [MAX_TRIPS, WARPS, HEADS], MAXIMA_SMEM)
+    row = gl.program_id(0)
+    first = gl.program_id(1) * blocks_per_program
+    position = gl.load(row_position_ptr + row)
+    table_row = block_table_ptr + gl.load(row_request_ptr + row).to(gl.int64) * table_stride
+    own = position // PAGE
+    end = gl.minimum(first + blocks_per_program, gl.minimum(own + 1, max_blocks))  # blocks [first, end)
+    trips = end - first
+    q0 = _query_block(idx_q_ptr, row, num_heads, 0)
+    q1 = _query_block(idx_q_ptr, row, num_heads, 1)
+    q2 = _query_block(idx_q_ptr, row, num_heads, 2)
+    q3 = _query_block(idx_q_ptr, row, num_heads, 3)
+    for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 blocks in flight
+        block = first + s
+        _issue(index_k_ptr, _page_of(table_row, block, end, init_blocks, own, local_blocks), block, end, position,
+               init_blocks, own, local_blocks, s, codes, scales)
+        async_copy.commit_group()
+    next_page = _page_of(table_row, first + STAGES - 1, end, init_blocks, own, local_blocks)  # a trip ahead
+    for i in range(0, trips):
+        async_copy.wait_group(STAGES - 2)  # this thread's copies of block first + i landed
+        _cta_barrier()  # everyone's did, and every warp is done with the slot refilled below
+        block = first + i + STAGES - 1
+        _issue(index_k_ptr, next_page, block, end, position, init_blocks, own, local_blocks, (i + STAGES - 1) % STAGES,
+               codes, scales)
+        async_copy.commit_group()
+        next_page = _page_of(table_row, block + 1, end, init_blocks, own, local_blocks)
+        page_max = _page_maxima(q0, q1, q2, q3, codes, scales, i % STAGES, (first + i) * PAGE, position)
+        maxima.index(i).store(page_max)
+    async_copy.wait_group(0)
+    _cta_barrier()
+    # the rank keys of blocks [first, end): the Triton kernel's (monotone int of the score, -0 as +0; forced blocks
+    # INIT_KEY / LOCAL_KEY, init first)
+    head = gl.arange(0, HEADS, layout=gl.SliceLayout(0, MAXIMA))
+    keys_row = keys_ptr + (head * num_rows + row).to(gl.int64) * max_blocks
+    for i in range(0, trips):
+        block = first + i
+        score = gl.max(maxima.index(i).load(MAXIMA), axis=0)  # [8]: the max over the 4 warps
+        bits = (score + 0.0).to(gl.int32, bitcast=True)
+        key = gl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+        forced = gl.where(block < init_blocks, INIT_KEY, LOCAL_KEY)
+        key = gl.where(_read_block(block, init_blocks, own, local_blocks), key, forced)
+        gl.store(keys_row + block, key, mask=head < num_heads)
+
+
+# ---- tuning -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IndexConfig:
+    # 3 ring stages: 3 x 16896 B = 50.7 KB (+ 8 KB of page maxima) per program, 3 programs per SM in the 228 KB
+    stages: int = 3
+    blocks_per_program: int | None = None  # None: the Triton scorer's heuristic (about 8 programs per SM)
+
+
+DEFAULT_CONFIG = IndexConfig()
+NUM_WARPS = L.WARPS
+
+
+def native(idx_q: torch.Tensor, index_k_dtype: IndexKDtype) -> bool:
+    """Whether this kernel scores the call (fp8 index-K, bf16 idx_q, <= 8 index heads); else the Triton scorer."""
+    return index_k_dtype is IndexKDtype.FP8 and idx_q.dtype == torch.bfloat16 and idx_q.shape[1] <= L.IDX_HEADS
+
+
+def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
+               index_k_dtype=IndexKDtype.MXFP4, config=None):
+    """DESIGN §5 ``index_topk`` on sm_90 (see the module docstring for which calls this kernel scores)."""
+    index_dtype = triton_index.check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk,
+                                                index_k_dtype)
+    if not native(idx_q, index_dtype):
+        return triton_index.index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk=topk,
+                                       init_blocks=init_blocks, local_blocks=local_blocks,
+                                       index_k_dtype=index_dtype)
+    rows, heads, _ = idx_q.shape
+    max_blocks = block_table.shape[1]
+    out = torch.empty(heads, rows, topk, dtype=torch.int32, device=idx_q.device)
+    if rows == 0 or heads == 0:
+        return out
+    if max_blocks == 0:
+        return out.fill_(_NO_BLOCK)
+    cfg = DEFAULT_CONFIG if config is None else config
+    per_program = (triton_index.blocks_per_program_for(rows, max_blocks, idx_q.device)
+                   if cfg.blocks_per_program is None else cfg.blocks_per_program)
+    expect(1 <= per_program <= MAX_TRIPS.value, "config.blocks_per_program", f"in [1, {MAX_TRIPS.value}]", per_program)
+    keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=idx_q.device)
+    _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
+        idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
+        rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
+        STAGES=cfg.stages, num_warps=NUM_WARPS,
+    )
+    return triton_index.select_topk(keys, row_position, out, topk=topk)
+
+
+SIGNATURE = {
+    "idx_q_ptr": "*bf16", "index_k_ptr": "*i32", "block_table_ptr": "*i32", "row_request_ptr": "*i32",
+    "row_position_ptr": "*i32", "keys_ptr": "*i32",
+    "num_rows": "i32", "num_heads": "i32", "table_stride": "i32", "max_blocks": "i32", "blocks_per_program": "i32",
+    "init_blocks": "i32", "local_blocks": "i32", "STAGES": "constexpr",
+}
+
+
+def compile_for_sm90(config: IndexConfig = DEFAULT_CONFIG):
+    """The scorer compiled for sm_90 without a GPU (evals/bench/hopper_sass.py --index, tests/test_hopper_compile.py)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    return triton.compile(GluonASTSource(_score_kernel, SIGNATURE, {"STAGES": config.stages}, attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
