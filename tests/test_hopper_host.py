@@ -261,3 +261,9 @@ def test_index_scorer_checks_its_chunk_size_before_any_launch():
         hopper.index_topk(q, cache[:, :, :100], table, rows, rows, topk=2, init_blocks=0, local_blocks=1,
                           index_k_dtype="fp8")
     _message(excinfo, "index_k_cache", "16896")
+
+
+def test_index_scorer_stage_policy():
+    from atom_mxfp4.kernels.hopper.index_topk import stages_for
+    assert stages_for(4, 256) == 2 and stages_for(64, 64) == 2 and stages_for(1, 1024) == 2  # measured faster at 2
+    assert stages_for(256, 256) == 3 and stages_for(64, 256) == 3 and stages_for(16, 1024) == 3  # ... at 3
