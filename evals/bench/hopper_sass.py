@@ -10,8 +10,8 @@ threads = 256 elements per thread, so instructions per element = loop instructio
     python3 evals/bench/hopper_sass.py            # table, next to the Triton kernel's default (docs/triton.md)
     python3 evals/bench/hopper_sass.py --json     # one JSON object (tests/test_hopper_compile.py reads it)
     python3 evals/bench/hopper_sass.py --dump DIR # also the SASS / PTX / TTGIR of each variant
-    python3 evals/bench/hopper_sass.py --index [--json]  # the fp8 index-K scorer (index_topk.py) instead: one trip
-                                                         # = one page of 16896 B over 128 threads
+    python3 evals/bench/hopper_sass.py --index [--json]  # the index scorer (index_topk.py) instead: one trip = one
+                                                         # page (16896 B fp8, 8704 B MXFP4) over 128 threads
 """
 
 from __future__ import annotations
@@ -92,19 +92,22 @@ INDEX_PAGE_BYTES = 16896  # one fp8 index-K page record: what one trip of the sc
 
 
 def index_report() -> dict:
-    """The fp8 index scorer at 2 / 3 / 4 ring stages: registers, spills, shared memory, its page loop."""
+    """The index scorer (fp8 and MXFP4 index-K) at 2 / 3 / 4 ring stages: registers, spills, shared memory, its page
+    loop (per byte of the dtype's record: 16896 / 8704 B per page)."""
     from atom_mxfp4.kernels.hopper.index_topk import IndexConfig
     from atom_mxfp4.kernels.hopper.index_topk import compile_for_sm90 as compile_index
     out = {}
-    for stages in (2, 3, 4):
-        kernel = compile_index(IndexConfig(stages=stages))
+    for dtype, stages in [(d, s) for d in ("fp8", "mxfp4") for s in (2, 3, 4)]:
+        kernel = compile_index(IndexConfig(stages=stages), dtype)
         found = resources(kernel.asm["cubin"])
         sass = found.pop("sass")
         body = hot_loop(sass)
         all_ops = opcodes(text for _, text in instructions(sass))
-        out[f"{stages} stages"] = {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
-                                   "per_byte": len(body) * L.THREADS / INDEX_PAGE_BYTES, "loop_ops": dict(opcodes(body)),
-                                   "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0)}
+        page_bytes = INDEX_PAGE_BYTES if dtype == "fp8" else L.RECORD_BYTES
+        out[f"{dtype}, {stages} stages"] = {
+            **found, "dtype": dtype, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
+            "per_byte": len(body) * L.THREADS / page_bytes, "loop_ops": dict(opcodes(body)),
+            "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0)}
     return out
 
 
@@ -119,8 +122,9 @@ def main() -> None:
         if args.json:
             print(json.dumps({"triton": triton.__version__, "variants": results}))
             return
-        shown = ("HMMA", "F2FP", "HADD2", "FFMA", "LDS", "STS", "LDGSTS", "BAR", "SHFL", "IMAD", "LOP3", "FSEL")
-        print(f"triton {triton.__version__}, target sm_90; one trip = one 16896-B page over {L.THREADS} threads\n")
+        shown = ("HMMA", "F2FP", "HADD2", "HMUL2", "FFMA", "LDS", "STS", "LDGSTS", "BAR", "SHFL", "IMAD", "LOP3",
+                 "PRMT", "FSEL")
+        print(f"triton {triton.__version__}, target sm_90; one trip = one page record over {L.THREADS} threads\n")
         print("| variant | registers | spill (local B) | shared B | loop instructions / thread | per page byte | "
               + " | ".join(shown) + " |\n|---|---:|---:|---:|---:|---:|" + "---:|" * len(shown))
         for name, r in results.items():

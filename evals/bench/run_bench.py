@@ -206,14 +206,15 @@ def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True, hop
             rec["ours_ms"] = graph_time_ms([our_call(o, "mxfp4") for o in ours["mxfp4"]])
             rec["ours_fp8_ms"] = graph_time_ms([our_call(o, "fp8") for o in ours["fp8"]])
             if hopper is not None:
-                def hopper_call(o, cfg=None):
+                def hopper_call(o, dtype, cfg=None):
                     return lambda: hopper.index_topk(q, o[0], o[1], row_req, row_pos, topk=16, init_blocks=0,
-                                                     local_blocks=1, index_k_dtype="fp8", config=cfg)
-                rec["hopper_fp8_ms"] = graph_time_ms([hopper_call(o) for o in ours["fp8"]])
-                rec["hopper_fp8_TBs"] = batch * ctx * FP8_TOKEN / (rec["hopper_fp8_ms"] * 1e-3) / 1e12
-                for stages in hopper_stages:
-                    rec[f"hopper_fp8_s{stages}_ms"] = graph_time_ms(
-                        [hopper_call(o, hopper.IndexConfig(stages=stages)) for o in ours["fp8"]])
+                                                     local_blocks=1, index_k_dtype=dtype, config=cfg)
+                for dtype, name, token_bytes in (("fp8", "fp8", FP8_TOKEN), ("mxfp4", "mx", MX_TOKEN)):
+                    rec[f"hopper_{name}_ms"] = graph_time_ms([hopper_call(o, dtype) for o in ours[dtype]])
+                    rec[f"hopper_{name}_TBs"] = batch * ctx * token_bytes / (rec[f"hopper_{name}_ms"] * 1e-3) / 1e12
+                    for stages in hopper_stages:
+                        rec[f"hopper_{name}_s{stages}_ms"] = graph_time_ms(
+                            [hopper_call(o, dtype, hopper.IndexConfig(stages=stages)) for o in ours[dtype]])
             for dt in ("bf16", "fp8") if with_peer else ():
                 rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
             rec["ours_TBs"] = batch * ctx * MX_TOKEN / (rec["ours_ms"] * 1e-3) / 1e12
@@ -479,8 +480,14 @@ def report(results, out: Path):
                          ("Hopper fp8 vs SGLang bf16", ratio("peer_bf16_ms", "hopper_fp8_ms")),
                          ("Hopper fp8 vs SGLang fp8", ratio("peer_fp8_ms", "hopper_fp8_ms"))]
                         if all("hopper_fp8_ms" in r for r in results["indexer"]) else [])
-                     + [(f"Hopper fp8, {k.split('_')[2][1:]} stages us", us(k))
-                        for k in sorted({k for r in results["indexer"] for k in r if k.startswith("hopper_fp8_s")})
+                     + ([("Hopper mxfp4 us", us("hopper_mx_ms")), ("Hopper mxfp4 TB/s", f3("hopper_mx_TBs")),
+                         ("Hopper mxfp4 vs Triton mxfp4", ratio("ours_ms", "hopper_mx_ms")),
+                         ("Hopper mxfp4 vs SGLang bf16", ratio("peer_bf16_ms", "hopper_mx_ms")),
+                         ("Hopper mxfp4 vs SGLang fp8", ratio("peer_fp8_ms", "hopper_mx_ms"))]
+                        if all("hopper_mx_ms" in r for r in results["indexer"]) else [])
+                     + [(f"Hopper {k.split('_')[1]}, {k.split('_')[2][1:]} stages us", us(k))
+                        for k in sorted({k for r in results["indexer"] for k in r
+                                         if k.startswith(("hopper_fp8_s", "hopper_mx_s"))})
                         if all(k in r for r in results["indexer"])])]
     if results.get("dense"):
         md += ["## 3. Dense pa_decode (G = 16), nominal TB/s = rows x context x 136 B / time\n",

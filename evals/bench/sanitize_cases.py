@@ -70,14 +70,18 @@ def main():
                                               query_scale=None,
                                               plan=hopper.make_plan(5, width, 16, DEV, num_splits=splits))
                     assert ran_fused is out, "5 rows: the Hopper attend runs as one launch"
-        # the Hopper fp8 index scorer: chunks of 1 and 2 blocks and the heuristic's, 2 / 3 stages; wide's entries past
-        # each request's pages point past the cache (read only for blocks <= the row's own block: never)
+        # the Hopper index scorer (fp8 and MXFP4 index-K): chunks of 1 and 2 blocks and the heuristic's, 2 / 3
+        # stages; wide's entries past each request's pages point past the cache (read only for blocks <= the row's
+        # own block: never)
         for config in (hopper.IndexConfig(blocks_per_program=1), hopper.IndexConfig(stages=2, blocks_per_program=2),
                        hopper.IndexConfig()):
             hopper.index_topk(iq8[:5].contiguous(), ik8, wide, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                               index_k_dtype="fp8", config=config)
+            hopper.index_topk(iq[:5].contiguous(), ik, wide, rr, rp, topk=2, init_blocks=0, local_blocks=1,
+                              index_k_dtype="mxfp4", config=config)
         ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass)"
-                ", Hopper attend (sparse and dense, direct and split, both passes), Hopper fp8 index_topk")
+                ", Hopper attend (sparse and dense, direct and split, both passes)"
+                ", Hopper index_topk (fp8 and MXFP4 index-K)")
     else:
         ran += f"; Hopper pa_decode not run: {why}"
     torch.cuda.synchronize()

@@ -40,6 +40,7 @@ from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, NO
 
 from . import layout as L
 from ._decode import unpack_bf16x2
+from .pa_decode import _k_operand
 
 # the Triton scorer's module (the package's ``index_topk`` attribute is the function)
 triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
@@ -48,9 +49,13 @@ PAGE = gl.constexpr(L.PAGE_SIZE)
 WARPS = gl.constexpr(L.WARPS)
 TOKENS_PER_WARP = gl.constexpr(L.TOKENS_PER_WARP)
 HEADS = gl.constexpr(L.IDX_HEADS)
-CODE_WORDS = gl.constexpr(L.FP8_CODE_WORDS)
-RECORD_WORDS = gl.constexpr(L.FP8_RECORD_WORDS)
-SCALE_WORD = gl.constexpr(L.FP8_SCALE_WORD)
+FP8_CODE_WORDS = gl.constexpr(L.FP8_CODE_WORDS)
+FP8_RECORD_WORDS = gl.constexpr(L.FP8_RECORD_WORDS)
+FP8_SCALE_WORD = gl.constexpr(L.FP8_SCALE_WORD)
+MX_CODE_WORDS = gl.constexpr(L.CODE_WORDS)
+MX_RECORD_WORDS = gl.constexpr(L.RECORD_WORDS)
+MX_SCALE_WORD = gl.constexpr(L.SCALE_WORD)
+QK_DIM_BITS = gl.constexpr(L.QK_DIM_BITS)
 WORDS_SHAPE = gl.constexpr(L.IDX_WORDS_SHAPE)
 BLOCK_SPLIT_SHAPE = gl.constexpr(L.IDX_BLOCK_SPLIT_SHAPE)
 BLOCK_SPLIT_ORDER = gl.constexpr(L.IDX_BLOCK_SPLIT_ORDER)
@@ -64,7 +69,8 @@ A_OPERAND = gl.constexpr(gl.DotOperandLayout(0, MMA.value, L.K_WIDTH))  # a bloc
 B_OPERAND = gl.constexpr(gl.DotOperandLayout(1, MMA.value, L.K_WIDTH))  # a block of q^T [4, 32, 8 heads]
 ROWS = gl.constexpr(gl.SliceLayout(2, MMA.value))  # [4, 32 tokens]: one value per accumulator row
 WORDS = gl.constexpr(gl.DistributedLinearLayout(**L.IDX_WORDS_BASES))
-COPY_CODES = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [128, 32] words, 16 B copies
+COPY_FP8 = gl.constexpr(gl.BlockedLayout([1, 4], [4, 8], [L.WARPS, 1], [1, 0]))  # [128, 32] words, 16 B copies
+COPY_MX = gl.constexpr(gl.BlockedLayout([1, 4], [8, 4], [L.WARPS, 1], [1, 0]))  # [128, 16] words, 16 B copies
 COPY_SCALES = gl.constexpr(gl.BlockedLayout([1], [32], [L.WARPS], [0]))  # [128] words
 RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
 RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))
@@ -99,6 +105,20 @@ def _query_block(idx_q_ptr, row, num_heads, beta: gl.constexpr):
 
 
 @gluon.jit
+def _query_mxfp4(idx_q_ptr, row, num_heads):
+    """q^T as the B operand [4 warps, 128, 8 heads] in the MXFP4 K operand's channel order (row k = channel
+    layout.qk_dim(k), pa_decode's), once per program."""
+    k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, B_OPERAND)))
+    head = gl.arange(0, HEADS, layout=gl.SliceLayout(0, gl.SliceLayout(1, B_OPERAND)))
+    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, B_OPERAND)))
+    channel = k * 0
+    for i in gl.static_range(7):
+        channel += ((k >> i) & 1) << QK_DIM_BITS.value[i]
+    offset = (warp[:, None, None] * 0 + (row * num_heads + head[None, None, :]) * 128 + channel[None, :, None])
+    return gl.load(idx_q_ptr + offset, mask=(head < num_heads)[None, None, :] & (warp >= 0)[:, None, None], other=0.0)
+
+
+@gluon.jit
 def _a_block(pairs):
     """[4, 32 tokens, c, sigma, b, h] bf16 of one block -> its A operand [4, 32, 32] (column kk = b + 2 c + 8 h + 16
     sigma), asserted free."""
@@ -115,8 +135,25 @@ def _block_score(q, a, scale_words, beta: gl.constexpr, total):
 
 
 @gluon.jit
-def _page_maxima(q0, q1, q2, q3, codes, scales, slot, first_token, position):
+def _page_maxima(q0, q1, q2, q3, codes, scales, slot, first_token, position, INDEX_FP8: gl.constexpr):
     """[4 warps, 8 heads] max over each warp's 32 tokens of ring slot ``slot`` (tokens > position and NaN: -inf)."""
+    if INDEX_FP8:
+        total = _fp8_scores(q0, q1, q2, q3, codes, scales, slot)
+    else:  # MXFP4: pa_decode's exact K decode (scale folded, bf16), permuted to the A operand; one MMA chain
+        kt = _k_operand(codes, scales, slot, False)  # [4, 128 (channel qk_dim(k)), 32 tokens], pa_decode's B operand
+        a = gl.convert_layout(gl.permute(kt, [0, 2, 1]), A_OPERAND, assert_trivial=True)
+        total = mma_v2(a, q0, gl.zeros([WARPS, TOKENS_PER_WARP, HEADS], gl.float32, MMA))
+    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, ROWS))
+    token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, ROWS))
+    visible = first_token + warp[:, None] * TOKENS_PER_WARP + token[None, :] <= position
+    total = gl.where(visible[:, :, None] & (total == total), total, float("-inf"))
+    return gl.max(total, axis=1)
+
+
+@gluon.jit
+def _fp8_scores(q0, q1, q2, q3, codes, scales, slot):
+    """[4 warps, 32 tokens, 8 heads] scores of the fp8 tokens of ring slot ``slot``: per 32-channel block one MMA
+    chain, times the tokens' block scales in fp32, summed in block order."""
     words = codes.index(slot).reshape(WORDS_SHAPE.value).load(WORDS)  # [w, n, beta, c, sigma]
     h0, h1 = gl.inline_asm_elementwise(FP8_ASM, "=r,=r,r", [words], dtype=(gl.int32, gl.int32), is_pure=True,
                                        pack=1)
@@ -130,12 +167,7 @@ def _page_maxima(q0, q1, q2, q3, codes, scales, slot, first_token, position):
     total = _block_score(q0, _a_block(block0), scale_words, 0, total)
     total = _block_score(q1, _a_block(block1), scale_words, 1, total)
     total = _block_score(q2, _a_block(block2), scale_words, 2, total)
-    total = _block_score(q3, _a_block(block3), scale_words, 3, total)
-    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, ROWS))
-    token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, ROWS))
-    visible = first_token + warp[:, None] * TOKENS_PER_WARP + token[None, :] <= position
-    total = gl.where(visible[:, :, None] & (total == total), total, float("-inf"))
-    return gl.max(total, axis=1)
+    return _block_score(q3, _a_block(block3), scale_words, 3, total)
 
 
 @gluon.jit
@@ -152,14 +184,18 @@ def _page_of(table_row, block, end, init_blocks, own, local_blocks):
 
 
 @gluon.jit
-def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_blocks, slot, codes, scales):
+def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_blocks, slot, codes, scales,
+           INDEX_FP8: gl.constexpr):
     """cp.async block ``block``'s record (page ``page``) into ring slot ``slot``: only tokens <= position of a block
     that is read; the rest zero-filled, never read."""
+    CODE_WORDS: gl.constexpr = FP8_CODE_WORDS if INDEX_FP8 else MX_CODE_WORDS
+    SCALE_WORD: gl.constexpr = FP8_SCALE_WORD if INDEX_FP8 else MX_SCALE_WORD
+    COPY: gl.constexpr = COPY_FP8 if INDEX_FP8 else COPY_MX
     read = _read_block(block, init_blocks, own, local_blocks) & (block < end)
     valid = gl.where(read, gl.minimum(position - block * PAGE + 1, PAGE), 0)
-    record = page.to(gl.int64) * RECORD_WORDS
-    token = gl.arange(0, PAGE, layout=gl.SliceLayout(1, COPY_CODES))
-    word = gl.arange(0, CODE_WORDS, layout=gl.SliceLayout(0, COPY_CODES))
+    record = page.to(gl.int64) * (FP8_RECORD_WORDS if INDEX_FP8 else MX_RECORD_WORDS)
+    token = gl.arange(0, PAGE, layout=gl.SliceLayout(1, COPY))
+    word = gl.arange(0, CODE_WORDS, layout=gl.SliceLayout(0, COPY))
     mask = (token < valid)[:, None] & (word < CODE_WORDS)[None, :]
     async_copy.async_copy_global_to_shared(codes.index(slot), index_k_ptr + record + token[:, None] * CODE_WORDS
                                            + word[None, :], mask=mask)
@@ -171,9 +207,10 @@ def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_bloc
 @gluon.jit
 def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
                   num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
-                  STAGES: gl.constexpr):
+                  STAGES: gl.constexpr, INDEX_FP8: gl.constexpr):
     gl.static_assert(STAGES >= 2)
-    codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
+    codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, FP8_CODE_WORDS if INDEX_FP8 else MX_CODE_WORDS],
+                                      RING_CODES)
     scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     maxima = gl.allocate_shared_memory(gl.float32, [MAX_TRIPS, WARPS, HEADS], MAXIMA_SMEM)
     row = gl.program_id(0)
@@ -183,14 +220,20 @@ def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_
     own = position // PAGE
     end = gl.minimum(first + blocks_per_program, gl.minimum(own + 1, max_blocks))  # blocks [first, end)
     trips = end - first
-    q0 = _query_block(idx_q_ptr, row, num_heads, 0)
-    q1 = _query_block(idx_q_ptr, row, num_heads, 1)
-    q2 = _query_block(idx_q_ptr, row, num_heads, 2)
-    q3 = _query_block(idx_q_ptr, row, num_heads, 3)
+    if INDEX_FP8:
+        q0 = _query_block(idx_q_ptr, row, num_heads, 0)
+        q1 = _query_block(idx_q_ptr, row, num_heads, 1)
+        q2 = _query_block(idx_q_ptr, row, num_heads, 2)
+        q3 = _query_block(idx_q_ptr, row, num_heads, 3)
+    else:
+        q0 = _query_mxfp4(idx_q_ptr, row, num_heads)
+        q1 = q0
+        q2 = q0
+        q3 = q0
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 blocks in flight
         block = first + s
         _issue(index_k_ptr, _page_of(table_row, block, end, init_blocks, own, local_blocks), block, end, position,
-               init_blocks, own, local_blocks, s, codes, scales)
+               init_blocks, own, local_blocks, s, codes, scales, INDEX_FP8)
         async_copy.commit_group()
     next_page = _page_of(table_row, first + STAGES - 1, end, init_blocks, own, local_blocks)  # a trip ahead
     for i in range(0, trips):
@@ -198,10 +241,10 @@ def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_
         _cta_barrier()  # everyone's did, and every warp is done with the slot refilled below
         block = first + i + STAGES - 1
         _issue(index_k_ptr, next_page, block, end, position, init_blocks, own, local_blocks, (i + STAGES - 1) % STAGES,
-               codes, scales)
+               codes, scales, INDEX_FP8)
         async_copy.commit_group()
         next_page = _page_of(table_row, block + 1, end, init_blocks, own, local_blocks)
-        page_max = _page_maxima(q0, q1, q2, q3, codes, scales, i % STAGES, (first + i) * PAGE, position)
+        page_max = _page_maxima(q0, q1, q2, q3, codes, scales, i % STAGES, (first + i) * PAGE, position, INDEX_FP8)
         maxima.index(i).store(page_max)
     async_copy.wait_group(0)
     _cta_barrier()
@@ -239,8 +282,9 @@ def stages_for(rows: int, max_blocks: int) -> int:
 
 
 def native(idx_q: torch.Tensor, index_k_dtype: IndexKDtype) -> bool:
-    """Whether this kernel scores the call (fp8 index-K, bf16 idx_q, <= 8 index heads); else the Triton scorer."""
-    return index_k_dtype is IndexKDtype.FP8 and idx_q.dtype == torch.bfloat16 and idx_q.shape[1] <= L.IDX_HEADS
+    """Whether this kernel scores the call (bf16 idx_q, <= 8 index heads, either index-K dtype); else the Triton
+    scorer."""
+    return idx_q.dtype == torch.bfloat16 and idx_q.shape[1] <= L.IDX_HEADS
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
@@ -267,7 +311,8 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        STAGES=stages_for(rows, max_blocks) if cfg.stages is None else cfg.stages, num_warps=NUM_WARPS,
+        STAGES=stages_for(rows, max_blocks) if cfg.stages is None else cfg.stages,
+        INDEX_FP8=index_dtype is IndexKDtype.FP8, num_warps=NUM_WARPS,
     )
     return triton_index.select_topk(keys, row_position, out, topk=topk)
 
@@ -276,16 +321,17 @@ SIGNATURE = {
     "idx_q_ptr": "*bf16", "index_k_ptr": "*i32", "block_table_ptr": "*i32", "row_request_ptr": "*i32",
     "row_position_ptr": "*i32", "keys_ptr": "*i32",
     "num_rows": "i32", "num_heads": "i32", "table_stride": "i32", "max_blocks": "i32", "blocks_per_program": "i32",
-    "init_blocks": "i32", "local_blocks": "i32", "STAGES": "constexpr",
+    "init_blocks": "i32", "local_blocks": "i32", "STAGES": "constexpr", "INDEX_FP8": "constexpr",
 }
 
 
-def compile_for_sm90(config: IndexConfig = IndexConfig(stages=3)):
+def compile_for_sm90(config: IndexConfig = IndexConfig(stages=3), index_k_dtype: str = "fp8"):
     """The scorer compiled for sm_90 without a GPU (evals/bench/hopper_sass.py --index, tests/test_hopper_compile.py)."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     stages = 3 if config.stages is None else config.stages
-    return triton.compile(GluonASTSource(_score_kernel, SIGNATURE, {"STAGES": stages}, attrs),
+    constants = {"STAGES": stages, "INDEX_FP8": IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8}
+    return triton.compile(GluonASTSource(_score_kernel, SIGNATURE, constants, attrs),
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})

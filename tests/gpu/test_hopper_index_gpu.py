@@ -1,4 +1,4 @@
-"""The Hopper (Gluon) fp8 index-K scorer on an sm_90 GPU (marker ``gpu``; skipped without one): run on the H200.
+"""The Hopper (Gluon) index scorer (fp8 and MXFP4 index-K) on an sm_90 GPU (marker ``gpu``; skipped without one): run on the H200.
 
 - top-k ids bit for bit equal to the torch backend's (exact dyadic scores, so every backend's sums are exact):
   1 / 2 / 4 / 8 index heads, init and local blocks, positions anywhere in the table (partial own blocks), chunks of
@@ -6,7 +6,7 @@
   255), never reaching an id;
 - the rank keys themselves equal the Triton scorer's bit for bit (the same words the select kernel reads);
 - CUDA-graph replay after refilling the inputs equals eager;
-- ``backend=None`` on sm_90 resolves index_topk to this kernel; calls it does not score (MXFP4 index-K, more than 8
+- ``backend=None`` on sm_90 resolves index_topk to this kernel; calls it does not score (fp32 idx_q, more than 8
   heads) give the Triton backend's ids.
 """
 
@@ -35,29 +35,31 @@ def _hopper():
     return hopper
 
 
+@pytest.mark.parametrize("index_k_dtype", ["fp8", "mxfp4"])
 @pytest.mark.parametrize("rows,max_blocks,heads,init,local,per_program", [
     (300, 97, 1, 1, 1, None), (3, 333, 1, 0, 1, None), (64, 40, 4, 2, 2, None), (17, 130, 8, 1, 0, 7),
     (5, 64, 1, 0, 1, 1), (9, 200, 2, 3, 1, 64), (40, 16, 1, 0, 1, None)])
-def test_fp8_index_topk_bit_exact(rows, max_blocks, heads, init, local, per_program):
+def test_index_topk_bit_exact(rows, max_blocks, heads, init, local, per_program, index_k_dtype):
     hopper = _hopper()
     gen = torch.Generator().manual_seed(rows * max_blocks + heads)
-    args = index_case(gen, rows, max_blocks, index_k_dtype="fp8", heads=heads)
-    kwargs = dict(topk=16, init_blocks=init, local_blocks=local, index_k_dtype="fp8")
+    args = index_case(gen, rows, max_blocks, index_k_dtype=index_k_dtype, heads=heads)
+    kwargs = dict(topk=16, init_blocks=init, local_blocks=local, index_k_dtype=index_k_dtype)
     ours = hopper.index_topk(*(a.to(DEV) for a in args), **kwargs,
                              config=hopper.IndexConfig(blocks_per_program=per_program))
     ref = torch_backend.index_topk(*args, **kwargs)
     assert torch.equal(ours.cpu(), ref), int((ours.cpu() != ref).sum())
 
 
+@pytest.mark.parametrize("index_k_dtype", ["fp8", "mxfp4"])
 @pytest.mark.parametrize("stages", [2, 3, 4])
-def test_fp8_rank_keys_equal_the_triton_scorers(stages, monkeypatch):
+def test_rank_keys_equal_the_triton_scorers(stages, index_k_dtype, monkeypatch):
     """The keys buffer both scorers hand to the select kernel, captured through select_topk."""
     hopper = _hopper()
     import importlib
     triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
     gen = torch.Generator().manual_seed(11 + stages)
     idx_q, records, block_table, row_request, row_position = (
-        a.to(DEV) for a in index_case(gen, 33, 75, index_k_dtype="fp8", heads=2))
+        a.to(DEV) for a in index_case(gen, 33, 75, index_k_dtype=index_k_dtype, heads=2))
     seen = []
     real = triton_index.select_topk
 
@@ -66,7 +68,7 @@ def test_fp8_rank_keys_equal_the_triton_scorers(stages, monkeypatch):
         return real(keys, row_position, out, **kw)
 
     monkeypatch.setattr(triton_index, "select_topk", spy)
-    kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype="fp8")
+    kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype)
     ours = hopper.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs,
                              config=hopper.IndexConfig(stages=stages))
     ref = triton_backend.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs)
@@ -77,12 +79,13 @@ def test_fp8_rank_keys_equal_the_triton_scorers(stages, monkeypatch):
     assert torch.equal(torch.where(written, ours_keys, 0), torch.where(written, ref_keys, 0))
 
 
-def test_fp8_index_cuda_graph_replay_equals_eager():
+@pytest.mark.parametrize("index_k_dtype", ["fp8", "mxfp4"])
+def test_index_cuda_graph_replay_equals_eager(index_k_dtype):
     hopper = _hopper()
     gen = torch.Generator().manual_seed(3)
     idx_q, records, block_table, row_request, row_position = (
-        a.to(DEV) for a in index_case(gen, 64, 40, index_k_dtype="fp8"))
-    kwargs = dict(topk=16, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
+        a.to(DEV) for a in index_case(gen, 64, 40, index_k_dtype=index_k_dtype))
+    kwargs = dict(topk=16, init_blocks=0, local_blocks=1, index_k_dtype=index_k_dtype)
 
     def step():
         return hopper.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs)
@@ -104,7 +107,9 @@ def test_backend_none_resolves_and_other_calls_match_triton():
     from atom_mxfp4.backends import resolve_backend
     assert resolve_backend(None, DEV).index_topk is hopper.index_topk
     gen = torch.Generator().manual_seed(5)
-    for dtype, heads in (("mxfp4", 1), ("fp8", 12)):
+    for dtype, heads, q_dtype in (("mxfp4", 12, torch.bfloat16), ("fp8", 12, torch.bfloat16),
+                                  ("fp8", 1, torch.float32), ("mxfp4", 2, torch.float32)):
         args = [a.to(DEV) for a in index_case(gen, 20, 50, index_k_dtype=dtype, heads=heads)]
+        args[0] = args[0].to(q_dtype)
         kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype=dtype)
         assert torch.equal(hopper.index_topk(*args, **kwargs), triton_backend.index_topk(*args, **kwargs))
