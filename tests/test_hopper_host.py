@@ -267,3 +267,5 @@ def test_index_scorer_stage_policy():
     from atom_mxfp4.kernels.hopper.index_topk import stages_for
     assert stages_for(4, 256) == 2 and stages_for(64, 64) == 2 and stages_for(1, 1024) == 2  # measured faster at 2
     assert stages_for(256, 256) == 3 and stages_for(64, 256) == 3 and stages_for(16, 1024) == 3  # ... at 3
+    from atom_mxfp4.index_k import IndexKDtype
+    assert all(stages_for(r, b, IndexKDtype.MXFP4) == 2 for r, b in ((1, 64), (256, 256), (256, 1024)))

@@ -271,13 +271,16 @@ class IndexConfig:
 
 DEFAULT_CONFIG = IndexConfig()
 NUM_WARPS = L.WARPS
-SMALL_GRID_BLOCKS = 8192  # rows x max_blocks up to this: 2 stages (42 KB per program, 5 per SM), else 3 (59 KB, 3)
+SMALL_GRID_BLOCKS = 8192  # fp8, rows x max_blocks up to this: 2 stages (42 KB per program, 5 per SM), else 3 (59 KB)
 
 
-def stages_for(rows: int, max_blocks: int) -> int:
-    """Ring stages by the work of the call. H200, 2026-12-03 (docs/hopper.md "index_topk"): 2 stages were 5-11%
-    faster at rows x blocks <= 4096 (e.g. 32K x 4 rows 14.9 vs 16.8 us), 3 stages 1-9% faster from 16384 (32K x 256
-    rows 280 vs 306 us); 4 stages tie with 3."""
+def stages_for(rows: int, max_blocks: int, index_k_dtype: IndexKDtype = IndexKDtype.FP8) -> int:
+    """Ring stages by the call. H200, 2026-12-03 (docs/hopper.md "index_topk"): fp8, 2 stages were 5-11% faster at
+    rows x blocks <= 4096 (e.g. 32K x 4 rows 14.9 vs 16.8 us), 3 stages 1-9% faster from 16384 (32K x 256 rows 280 vs
+    306 us); MXFP4 (8704-B pages), 2 stages were as fast or faster at every shape (32K x 256: 213.9 vs 223.2 us at 3);
+    4 stages never won."""
+    if index_k_dtype is IndexKDtype.MXFP4:
+        return 2
     return 2 if rows * max_blocks <= SMALL_GRID_BLOCKS else 3
 
 
@@ -311,7 +314,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        STAGES=stages_for(rows, max_blocks) if cfg.stages is None else cfg.stages,
+        STAGES=stages_for(rows, max_blocks, index_dtype) if cfg.stages is None else cfg.stages,
         INDEX_FP8=index_dtype is IndexKDtype.FP8, num_warps=NUM_WARPS,
     )
     return triton_index.select_topk(keys, row_position, out, topk=topk)
