@@ -515,3 +515,69 @@ def test_a_wrong_v_byte_selector_is_caught(record):
     broken = V_ASM.replace("prmt.b32 x, $8, $9, 0x5511;", "prmt.b32 x, $8, $9, 0x5411;", 1)  # odd token's byte 0
     assert broken != V_ASM
     assert v_mismatches(record, v_operand(record, broken)) > 0
+
+
+# ---- the index scorer (kernels/hopper/index_topk.py): fp8 words -> the A operand of mma.m16n8k16 ---------------------
+IDX_LOAD_REGS = L.PAGE_SIZE * L.FP8_CODE_WORDS // L.THREADS  # 32 words of each fp8 page per thread
+
+
+def _idx_a_entries(kk_bits=L.IDX_KK_BITS):
+    """{(warp, lane): {(block, token row m in the warp, operand column kk)}} that the scorer's loads and decode put in
+    each lane: word [w, n, beta, c, sigma] holds bytes 32 beta + 8 c + 4 sigma + (2 h + b), element (h, b) of its two
+    bf16x2 outputs; channel ``ch`` inside the block is operand column kk with permute_bits(kk, kk_bits) == ch."""
+    column = {L.permute_bits(kk, kk_bits): kk for kk in range(32)}
+    out = {}
+    for warp in range(L.WARPS):
+        for lane in range(L.LANES):
+            held = set()
+            for reg in range(IDX_LOAD_REGS):
+                w, n, beta, c, sigma = L.linear_layout_apply(L.IDX_WORDS_BASES, reg, lane, warp)
+                assert w == warp
+                for h in range(2):
+                    for b in range(2):
+                        held.add((beta, n, column[8 * c + 4 * sigma + 2 * h + b]))
+            out[(warp, lane)] = held
+    return out
+
+
+def test_index_loads_are_64_bit_chunks_covering_the_fp8_page_once():
+    loads = _load_map(L.IDX_WORDS_BASES, L.idx_word_offset, IDX_LOAD_REGS)
+    everything = sorted(o for offsets in loads.values() for o in offsets)
+    assert everything == list(range(L.PAGE_SIZE * L.FP8_CODE_WORDS))  # every e4m3 word of the page, once
+    for (warp, lane), offsets in loads.items():
+        for vector in range(IDX_LOAD_REGS // 2):  # registers 2v, 2v + 1: one 8-byte aligned chunk of one token
+            pair = offsets[2 * vector:2 * vector + 2]
+            assert pair == [pair[0], pair[0] + 1] and pair[0] % 2 == 0
+            token, byte = divmod(4 * pair[0], L.FP8_DATA_BYTES)
+            assert token // L.TOKENS_PER_WARP == warp and token % 8 == lane >> 2
+            assert (byte % 32) == 8 * (lane & 3)  # lane c: bytes 8c .. 8c + 7 of every 32-channel block
+
+
+def _a_fragment(lane):
+    """PTX ISA, mma.m16n8k16 .bf16, A fragment of two m-tiles and two k-steps (one 32-channel block): lane l holds rows
+    l // 4 + 8 i (i = 0..3: rows g, g + 8 of each m-tile) and columns 2 (l % 4) + {0, 1} + 8 j (j = 0..3)."""
+    g, c = lane >> 2, lane & 3
+    return {(m, kk) for m in (g, g + 8, g + 16, g + 24) for kk in (2 * c + b + 8 * j for j in range(4) for b in range(2))}
+
+
+def test_index_a_operand_lanes_are_the_mma_a_fragment():
+    for (warp, lane), held in _idx_a_entries().items():
+        for beta in range(4):
+            assert {(m, kk) for blk, m, kk in held if blk == beta} == _a_fragment(lane), (warp, lane, beta)
+
+
+def test_index_query_order_matches_the_operand_columns():
+    # q's B operand row kk must be the channel the A operand's column kk holds: both are layout.idx_channel
+    assert sorted(L.idx_channel(kk) for kk in range(32)) == list(range(32))
+    for (warp, lane), held in _idx_a_entries().items():
+        g, c = lane >> 2, lane & 3
+        for blk, m, kk in held:
+            channel = L.idx_channel(kk)
+            assert channel // 8 == c and m % 8 == g  # lane c's own 8 bytes of the block, its own tokens
+
+
+def test_a_wrong_index_channel_order_is_caught():
+    wrong = (0, 1, 4, 3, 2)  # bits h and c swapped: a lane would hold columns of another lane's fragment
+    entries = _idx_a_entries(wrong)
+    assert any({(m, kk) for blk, m, kk in held if blk == 0} != _a_fragment(lane)
+               for (warp, lane), held in entries.items())
