@@ -269,3 +269,21 @@ def test_index_scorer_stage_policy():
     assert stages_for(256, 256) == 3 and stages_for(64, 256) == 3 and stages_for(16, 1024) == 3  # ... at 3
     from atom_mxfp4.index_k import IndexKDtype
     assert all(stages_for(r, b, IndexKDtype.MXFP4) == 2 for r, b in ((1, 64), (256, 256), (256, 1024)))
+
+
+def test_index_launchers_refuse_index_tensors_that_are_not_int32_even_unchecked():
+    """Both scorers read block_table / row_request / row_position as int32 words; an int64 tensor (possible under
+    ops' check=False) would be misread, so the launchers' own host-side checks refuse it (TypeError, naming it)."""
+    import importlib
+    from atom_mxfp4.index_k import FP8_RECORD_BYTES
+    triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
+    q = torch.zeros(2, 1, 128, dtype=torch.bfloat16)
+    cache = torch.zeros(4, 1, FP8_RECORD_BYTES, dtype=torch.uint8)
+    table = torch.arange(4, dtype=torch.int32).view(1, 4)
+    rows = torch.zeros(2, dtype=torch.int32)
+    for name, args in (("block_table", (table.long(), rows, rows)), ("row_request", (table, rows.long(), rows)),
+                       ("row_position", (table, rows, rows.long()))):
+        for scorer in (hopper.index_topk, triton_index.index_topk):
+            with pytest.raises(TypeError) as excinfo:
+                scorer(q, cache, *args, topk=2, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
+            _message(excinfo, f"{name}.dtype", "torch.int32", "torch.int64")

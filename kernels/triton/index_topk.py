@@ -174,6 +174,9 @@ def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_positio
     for name, tensor in (("idx_q", idx_q), ("block_table", block_table), ("row_request", row_request),
                          ("row_position", row_position)):
         expect_contiguous(tensor, name)  # read by pointer with unit strides (block_table rows by its row stride)
+    for name, tensor in (("block_table", block_table), ("row_request", row_request), ("row_position", row_position)):
+        # read as int32 words (free to check; a wider dtype would be misread)
+        expect(tensor.dtype == torch.int32, f"{name}.dtype", "torch.int32", tensor.dtype, TypeError)
     index_dtype = IndexKDtype.parse(index_k_dtype)
     width = index_dtype.record_bytes
     expect(index_k_cache.dtype == torch.uint8 and index_k_cache.is_contiguous()
