@@ -257,6 +257,11 @@ def test_index_scorer_checks_its_chunk_size_before_any_launch():
             hopper.index_topk(q, cache, table, rows, rows, topk=2, init_blocks=0, local_blocks=1,
                               index_k_dtype="fp8", config=hopper.IndexConfig(blocks_per_program=bad))
         _message(excinfo, "config.blocks_per_program", "[1, 64]", str(bad))
+    for bad in (1, 9):
+        with pytest.raises(ValueError) as excinfo:
+            hopper.index_topk(q, cache, table, rows, rows, topk=2, init_blocks=0, local_blocks=1,
+                              index_k_dtype="fp8", config=hopper.IndexConfig(stages=bad))
+        _message(excinfo, "config.stages", "[2, 8]", str(bad))
     with pytest.raises(ValueError) as excinfo:  # the shared launch invariants (the Triton scorer's checks)
         hopper.index_topk(q, cache[:, :, :100], table, rows, rows, topk=2, init_blocks=0, local_blocks=1,
                           index_k_dtype="fp8")

@@ -271,6 +271,7 @@ class IndexConfig:
 
 DEFAULT_CONFIG = IndexConfig()
 NUM_WARPS = L.WARPS
+MAX_STAGES = 8  # 8 x 16896 B + the maxima: 143 KB of the 227 KB a program may hold
 SMALL_GRID_BLOCKS = 8192  # fp8, rows x max_blocks up to this: 2 stages (42 KB per program, 5 per SM), else 3 (59 KB)
 
 
@@ -310,6 +311,8 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     per_program = (triton_index.blocks_per_program_for(rows, max_blocks, idx_q.device)
                    if cfg.blocks_per_program is None else cfg.blocks_per_program)
     expect(1 <= per_program <= MAX_TRIPS.value, "config.blocks_per_program", f"in [1, {MAX_TRIPS.value}]", per_program)
+    expect(cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES, "config.stages", f"None or in [2, {MAX_STAGES}]",
+           cfg.stages)
     keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=idx_q.device)
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
