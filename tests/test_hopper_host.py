@@ -292,3 +292,17 @@ def test_index_launchers_refuse_index_tensors_that_are_not_int32_even_unchecked(
             with pytest.raises(TypeError) as excinfo:
                 scorer(q, cache, *args, topk=2, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
             _message(excinfo, f"{name}.dtype", "torch.int32", "torch.int64")
+
+
+def test_index_scorer_early_returns_without_a_launch():
+    """No rows: an empty result; a zero-width block table: every id -1 (as the Triton scorer), on the CPU (no launch)."""
+    from atom_mxfp4.index_k import FP8_RECORD_BYTES
+    cache = torch.zeros(4, 1, FP8_RECORD_BYTES, dtype=torch.uint8)
+    none = torch.zeros(0, dtype=torch.int32)
+    out = hopper.index_topk(torch.zeros(0, 1, 128, dtype=torch.bfloat16), cache, torch.zeros(1, 4, dtype=torch.int32),
+                            none, none, topk=3, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
+    assert out.shape == (1, 0, 3)
+    rows = torch.zeros(2, dtype=torch.int32)
+    out = hopper.index_topk(torch.zeros(2, 1, 128, dtype=torch.bfloat16), cache, torch.zeros(1, 0, dtype=torch.int32),
+                            rows, rows, topk=3, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
+    assert out.shape == (1, 2, 3) and bool((out == -1).all())
