@@ -2,8 +2,8 @@
 
 ``pa_decode`` / ``make_plan`` live here, ``attend`` (registry.FUSED_OPS: a layer's attention step in one launch, the
 kernel reading the block table and the top-k ids itself; it declines sparse launches of more programs than SMs, where
-atom_mxfp4.ops composes instead) and ``index_topk`` (its own scorer for fp8 index-K with bf16 idx_q and <= 8 index
-heads, the Triton scorer for other calls, the Triton select kernel for both: index_topk.py). pa_decode.py: kernel,
+atom_mxfp4.ops composes instead) and ``index_topk`` (its own scorer for bf16 idx_q with <= 8 index heads over either
+index-K dtype, the Triton scorer for other calls, the Triton select kernel for both: index_topk.py). pa_decode.py: kernel,
 plan, launchers; _decode.py: the MXFP4 decode into MMA operand registers; layout.py: every index map as
 host-evaluable data. The other two ops (build_sparse_tables, the fused write) are the Triton backend's
 (``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).

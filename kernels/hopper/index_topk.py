@@ -1,26 +1,29 @@
-"""index_topk (Gluon, Hopper sm_90): the fp8 index-K scorer with explicit layouts, then the Triton select kernel.
+"""index_topk (Gluon, Hopper sm_90): the index-K scorer (fp8 and MXFP4) with explicit layouts, then the Triton select.
 
 Same signature and semantics as the Triton backend's ``index_topk`` (DESIGN §5): ``score[h, r, b] = max over the
 block's tokens p <= row_position[r] of idx_q[r, h] . idx_k[p]`` (dequantized, fp32 sums), NaN -> -inf, init / local
 blocks forced, the ``min(topk, own + 1)`` best blocks ascending, -1 padded. This kernel scores the production case,
-**fp8 index-K with bf16 idx_q and at most 8 index heads** (niq per rank is 1 at TP4); any other call (MXFP4 index-K,
-fp32 / fp16 idx_q, more heads) runs the Triton scorer: a composition inside the backend, stated here and in
+**bf16 idx_q with at most 8 index heads** (niq per rank is 1 at TP4, 4 at TP1), over either index-K dtype; any other
+call (fp32 / fp16 idx_q, 9-16 heads) runs the Triton scorer: a composition inside the backend, stated here and in
 docs/hopper.md, not a fallback from a failure. Both write the same rank keys, and the Triton ``_select_kernel`` picks
 the ids from them (``select_topk``).
 
-Numerics: the Triton GPU scorer's (``_fp8.fp8_scores``): per 32-channel block, the e4m3 codes converted exactly to
-bf16 (hardware ``cvt.rn.f16x2.e4m3x2``, then f16 -> f32 -> bf16, exact: e4m3 fits both), one bf16 MMA chain with
-fp32 accumulation, times the token's block scale ``2**(e - 127)`` in fp32 (``e << 23``: 255 -> Inf, as the Triton
-scorer), the 4 blocks summed in order. So the scores equal the Triton kernel's wherever the dot is exact (the MMA's
-internal sum order inside a block may differ; the GPU tests build exact scores and compare the ids bit for bit).
+Numerics, fp8 index-K: the Triton GPU scorer's (``_fp8.fp8_scores``): per 32-channel block, the e4m3 codes converted
+exactly to bf16 (hardware ``cvt.rn.f16x2.e4m3x2``, then f16 -> f32 -> bf16, exact: e4m3 fits both), one bf16 MMA
+chain with fp32 accumulation, times the token's block scale ``2**(e - 127)`` in fp32 (``e << 23``: 255 -> Inf, as the
+Triton scorer), the 4 blocks summed in order. MXFP4 index-K: pa_decode's exact K decode (the values as bf16, scale
+folded in, as the Triton scorer's decode), one MMA chain over the 128 channels. So the scores equal the Triton
+kernel's wherever the dot is exact (the MMA's internal sum order may differ; the GPU tests build exact scores and
+compare the ids and the rank keys bit for bit).
 
 Structure (layout.IDX_*): one program = 4 warps per (row, chunk of blocks); one loop trip = one 128-token page
 streamed through a ring of ``IndexConfig.stages`` shared-memory stages with ``cp.async`` (per-token masks: tokens past
 the row's position and every byte of a forced block are never read, zero-filled); warp ``w`` decodes its 32 tokens
-straight into the A operand registers of ``mma.sync.m16n8k16`` (M = tokens, N = heads, K = channels, the channel
-order permuted so that a lane's 8 bytes per (token, block) are one 64-bit shared load: ``layout.idx_channel``; q is
-loaded once per program in the same order). Each warp stores its page maxima to shared memory; after the loop one
-barrier, and the program writes the rank keys of its blocks (the Triton kernel's keys, bit for bit).
+straight into the A operand registers of ``mma.sync.m16n8k16`` (M = tokens, N = heads, K = channels; fp8: the channel
+order permuted so that a lane's 8 bytes per (token, block) are one 64-bit shared load, ``layout.idx_channel``; MXFP4:
+pa_decode's K operand order ``layout.qk_dim``; q is loaded once per program in the same order). Each warp stores its
+page maxima to shared memory; after the loop one barrier, and the program writes the rank keys of its blocks (the
+Triton kernel's keys, bit for bit).
 """
 
 from __future__ import annotations
