@@ -316,6 +316,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     expect(1 <= per_program <= MAX_TRIPS.value, "config.blocks_per_program", f"in [1, {MAX_TRIPS.value}]", per_program)
     expect(cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES, "config.stages", f"None or in [2, {MAX_STAGES}]",
            cfg.stages)
+    expect(idx_q.numel() < 2**31, "idx_q.numel()", "< 2**31 (the kernel's q offsets are 32-bit)", idx_q.numel())
     keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=idx_q.device)
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
