@@ -490,3 +490,11 @@ def index_case(gen, rows, max_blocks, requests=4, index_k_dtype="mxfp4", heads=1
     row_position = torch.randint(0, max_blocks * 128, (rows,), generator=gen, dtype=torch.int32)
     idx_q = (torch.randint(-4, 5, (rows, heads, 128), generator=gen).float() / 2).bfloat16()
     return idx_q, records, block_table.contiguous(), row_request, row_position
+
+
+def refill_index_case(gen, idx_q, row_position, max_blocks):
+    """New contents for ``index_case``'s idx_q and row positions, written into the same (device) buffers: what the
+    next decode step would leave there before a CUDA-graph replay."""
+    idx_q.copy_((torch.randint(-4, 5, idx_q.shape, generator=gen).float() / 2).bfloat16().to(idx_q.device))
+    row_position.copy_(torch.randint(0, max_blocks * 128, row_position.shape, generator=gen,
+                                     dtype=torch.int32).to(row_position.device))

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(torch.cuda.is_available() and not SM90, reason="the Gluon kernel is sm_90 only")]
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from _helpers import index_case  # noqa: E402
+from _helpers import capture_then_replay, index_case, refill_index_case  # noqa: E402
 
 import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
 import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
@@ -90,16 +90,9 @@ def test_index_cuda_graph_replay_equals_eager(index_k_dtype):
     def step():
         return hopper.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs)
 
-    step()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = step()
-    idx_q.copy_((torch.randint(-4, 5, idx_q.shape, generator=gen).float() / 2).bfloat16().to(DEV))
-    row_position.copy_(torch.randint(0, 40 * 128, row_position.shape, generator=gen, dtype=torch.int32).to(DEV))
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(captured, step())
+    outputs = []  # the last one: what the captured call allocated, as the replay left it
+    capture_then_replay(lambda: outputs.append(step()), lambda: refill_index_case(gen, idx_q, row_position, 40))
+    assert torch.equal(outputs[-1], step())
 
 
 def test_backend_none_resolves_and_other_calls_match_triton():

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from _helpers import attention_rows, capture_then_replay, index_case  # noqa: E402
+from _helpers import attention_rows, capture_then_replay, index_case, refill_index_case  # noqa: E402
 
 RECORD = RECORD_BYTES
 RECORD_C = tl.constexpr(RECORD_BYTES)  # what a @triton.jit body may read (a plain global is refused since 3.6)
@@ -162,17 +162,10 @@ def test_index_and_tables_cuda_graph_replay_equals_eager(index_k_dtype):
         return ids, *triton_backend.build_sparse_tables(ids, block_table, row_request, row_position,
                                                          num_kv_heads=1, pages_per_block=1)
 
-    step()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = step()
-    idx_q.copy_((torch.randint(-4, 5, idx_q.shape, generator=gen).float() / 2).bfloat16().to(DEV))
-    row_position.copy_(torch.randint(0, 40 * 128, row_position.shape, generator=gen, dtype=torch.int32).to(DEV))
-    graph.replay()
-    torch.cuda.synchronize()
+    outputs = []  # the last one: what the captured call allocated, as the replay left it
+    capture_then_replay(lambda: outputs.append(step()), lambda: refill_index_case(gen, idx_q, row_position, 40))
     eager = step()
-    for a, b in zip(captured, eager):
+    for a, b in zip(outputs[-1], eager):
         assert torch.equal(a, b)
 
 
