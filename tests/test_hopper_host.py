@@ -236,14 +236,12 @@ def test_attend_over_an_empty_block_table_writes_zeros_without_a_launch(sparse):
 
 # ---- index_topk (kernels/hopper/index_topk.py): which calls the Gluon scorer takes, its own checks -------------------
 def test_index_scorer_takes_bf16_up_to_8_heads_only():
-    from atom_mxfp4.index_k import IndexKDtype
     from atom_mxfp4.kernels.hopper.index_topk import native
-    q = torch.zeros(3, 1, 128, dtype=torch.bfloat16)
-    for dtype in IndexKDtype:
-        assert native(q, dtype)
-        assert native(torch.zeros(3, 8, 128, dtype=torch.bfloat16), dtype)
-        assert not native(torch.zeros(3, 9, 128, dtype=torch.bfloat16), dtype)  # 9..16 heads: Triton
-        assert not native(q.float(), dtype) and not native(q.half(), dtype)  # an fp32 dot: Triton
+    q = torch.zeros(3, 1, 128, dtype=torch.bfloat16)  # either index-K dtype: the call's idx_q decides
+    assert native(q)
+    assert native(torch.zeros(3, 8, 128, dtype=torch.bfloat16))
+    assert not native(torch.zeros(3, 9, 128, dtype=torch.bfloat16))  # 9..16 heads: Triton
+    assert not native(q.float()) and not native(q.half())  # an fp32 dot: Triton
 
 
 def test_index_scorer_checks_its_chunk_size_before_any_launch():

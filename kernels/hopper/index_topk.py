@@ -39,7 +39,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect
 from atom_mxfp4.index_k import IndexKDtype
-from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, NO_BLOCK as _NO_BLOCK
+from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 
 from . import layout as L
 from ._decode import unpack_bf16x2
@@ -288,8 +288,8 @@ def stages_for(rows: int, max_blocks: int, index_k_dtype: IndexKDtype = IndexKDt
     return 2 if rows * max_blocks <= SMALL_GRID_BLOCKS else 3
 
 
-def native(idx_q: torch.Tensor, index_k_dtype: IndexKDtype) -> bool:
-    """Whether this kernel scores the call (bf16 idx_q, <= 8 index heads, either index-K dtype); else the Triton
+def native(idx_q: torch.Tensor) -> bool:
+    """Whether this kernel scores the call (bf16 idx_q, <= 8 index heads; either index-K dtype); else the Triton
     scorer."""
     return idx_q.dtype == torch.bfloat16 and idx_q.shape[1] <= L.IDX_HEADS
 
@@ -297,19 +297,17 @@ def native(idx_q: torch.Tensor, index_k_dtype: IndexKDtype) -> bool:
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
                index_k_dtype=IndexKDtype.MXFP4, config=None):
     """DESIGN §5 ``index_topk`` on sm_90 (see the module docstring for which calls this kernel scores)."""
-    index_dtype = triton_index.check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk,
-                                                index_k_dtype)
-    if not native(idx_q, index_dtype):
+    if not native(idx_q):  # the Triton scorer checks the launch invariants itself
         return triton_index.index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk=topk,
                                        init_blocks=init_blocks, local_blocks=local_blocks,
-                                       index_k_dtype=index_dtype)
+                                       index_k_dtype=index_k_dtype)
+    index_dtype = triton_index.check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk,
+                                                index_k_dtype)
+    out, keys = triton_index.allocate_outputs(idx_q, block_table, topk)
+    if keys is None:
+        return out
     rows, heads, _ = idx_q.shape
     max_blocks = block_table.shape[1]
-    out = torch.empty(heads, rows, topk, dtype=torch.int32, device=idx_q.device)
-    if rows == 0 or heads == 0:
-        return out
-    if max_blocks == 0:
-        return out.fill_(_NO_BLOCK)
     cfg = DEFAULT_CONFIG if config is None else config
     per_program = (triton_index.blocks_per_program_for(rows, max_blocks, idx_q.device)
                    if cfg.blocks_per_program is None else cfg.blocks_per_program)
@@ -317,7 +315,6 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     expect(cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES, "config.stages", f"None or in [2, {MAX_STAGES}]",
            cfg.stages)
     expect(idx_q.numel() < 2**31, "idx_q.numel()", "< 2**31 (the kernel's q offsets are 32-bit)", idx_q.numel())
-    keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=idx_q.device)
     _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,

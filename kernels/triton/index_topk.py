@@ -200,6 +200,20 @@ def select_topk(keys, row_position, out, *, topk, config=None):
     return out
 
 
+def allocate_outputs(idx_q, block_table, topk):
+    """(out [heads, R, topk] int32, keys [heads, R, max_blocks] int32) of a score + select launch, or (out, None)
+    when no launch is needed: no rows or heads (empty out), a zero-width block table (every id -1). Shared with the
+    Hopper scorer."""
+    rows, heads, _ = idx_q.shape
+    max_blocks = block_table.shape[1]
+    out = torch.empty(heads, rows, topk, dtype=torch.int32, device=idx_q.device)
+    if rows == 0 or heads == 0:
+        return out, None
+    if max_blocks == 0:
+        return out.fill_(int(NO_BLOCK)), None
+    return out, torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=idx_q.device)
+
+
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
                index_k_dtype=IndexKDtype.MXFP4, config=None):
     # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] (mxfp4) / [pages, 1, 16896] (fp8) u8;
@@ -211,14 +225,10 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     # ---- flatten
     max_blocks = block_table.shape[1]
     device = idx_q.device
-    # ---- allocate
-    out = torch.empty(heads, rows, topk, dtype=torch.int32, device=device)
-    # ---- early return
-    if rows == 0 or heads == 0:
+    # ---- allocate, early return
+    out, keys = allocate_outputs(idx_q, block_table, topk)
+    if keys is None:
         return out
-    if max_blocks == 0:
-        return out.fill_(int(NO_BLOCK))
-    keys = torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=device)
     # ---- tuning
     cfg = DEFAULT_CONFIG if config is None else config
     per_program = (blocks_per_program_for(rows, max_blocks, device) if cfg.blocks_per_program is None
