@@ -59,6 +59,7 @@ MX_CODE_WORDS = gl.constexpr(L.CODE_WORDS)
 MX_RECORD_WORDS = gl.constexpr(L.RECORD_WORDS)
 MX_SCALE_WORD = gl.constexpr(L.SCALE_WORD)
 QK_DIM_BITS = gl.constexpr(L.QK_DIM_BITS)
+IDX_KK_BITS = gl.constexpr(L.IDX_KK_BITS)
 WORDS_SHAPE = gl.constexpr(L.IDX_WORDS_SHAPE)
 BLOCK_SPLIT_SHAPE = gl.constexpr(L.IDX_BLOCK_SPLIT_SHAPE)
 BLOCK_SPLIT_ORDER = gl.constexpr(L.IDX_BLOCK_SPLIT_ORDER)
@@ -96,27 +97,16 @@ _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # triton 3.6's
 
 
 @gluon.jit
-def _query_block(idx_q_ptr, row, num_heads, beta: gl.constexpr):
-    """q^T of 32-channel block ``beta`` as the B operand [4 warps, 32, 8 heads] (row kk = channel 32 beta +
-    layout.idx_channel(kk); heads >= num_heads are 0), once per program."""
-    kk = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, B_OPERAND)))
+def _query_operand(idx_q_ptr, row, num_heads, K: gl.constexpr, BITS: gl.constexpr, FIRST: gl.constexpr):
+    """q^T as the B operand [4 warps, K, 8 heads], row k = channel FIRST + permute_bits(k, BITS) (heads >= num_heads
+    are 0), once per program. fp8: one 32-channel block (K 32, layout.IDX_KK_BITS, FIRST 32 beta); MXFP4: all 128
+    channels in pa_decode's K operand order (layout.QK_DIM_BITS)."""
+    k = gl.arange(0, K, layout=gl.SliceLayout(0, gl.SliceLayout(2, B_OPERAND)))
     head = gl.arange(0, HEADS, layout=gl.SliceLayout(0, gl.SliceLayout(1, B_OPERAND)))
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, B_OPERAND)))
-    channel = 32 * beta + (kk & 1) + ((kk >> 1) & 3) * 8 + ((kk >> 3) & 1) * 2 + ((kk >> 4) & 1) * 4
-    offset = (warp[:, None, None] * 0 + (row * num_heads + head[None, None, :]) * 128 + channel[None, :, None])
-    return gl.load(idx_q_ptr + offset, mask=(head < num_heads)[None, None, :] & (warp >= 0)[:, None, None], other=0.0)
-
-
-@gluon.jit
-def _query_mxfp4(idx_q_ptr, row, num_heads):
-    """q^T as the B operand [4 warps, 128, 8 heads] in the MXFP4 K operand's channel order (row k = channel
-    layout.qk_dim(k), pa_decode's), once per program."""
-    k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, B_OPERAND)))
-    head = gl.arange(0, HEADS, layout=gl.SliceLayout(0, gl.SliceLayout(1, B_OPERAND)))
-    warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, B_OPERAND)))
-    channel = k * 0
-    for i in gl.static_range(7):
-        channel += ((k >> i) & 1) << QK_DIM_BITS.value[i]
+    channel = k * 0 + FIRST
+    for i in gl.static_range(len(BITS)):
+        channel += ((k >> i) & 1) << BITS[i]
     offset = (warp[:, None, None] * 0 + (row * num_heads + head[None, None, :]) * 128 + channel[None, :, None])
     return gl.load(idx_q_ptr + offset, mask=(head < num_heads)[None, None, :] & (warp >= 0)[:, None, None], other=0.0)
 
@@ -224,12 +214,12 @@ def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_
     end = gl.minimum(first + blocks_per_program, gl.minimum(own + 1, max_blocks))  # blocks [first, end)
     trips = end - first
     if INDEX_FP8:
-        q0 = _query_block(idx_q_ptr, row, num_heads, 0)
-        q1 = _query_block(idx_q_ptr, row, num_heads, 1)
-        q2 = _query_block(idx_q_ptr, row, num_heads, 2)
-        q3 = _query_block(idx_q_ptr, row, num_heads, 3)
+        q0 = _query_operand(idx_q_ptr, row, num_heads, 32, IDX_KK_BITS, 0)
+        q1 = _query_operand(idx_q_ptr, row, num_heads, 32, IDX_KK_BITS, 32)
+        q2 = _query_operand(idx_q_ptr, row, num_heads, 32, IDX_KK_BITS, 64)
+        q3 = _query_operand(idx_q_ptr, row, num_heads, 32, IDX_KK_BITS, 96)
     else:
-        q0 = _query_mxfp4(idx_q_ptr, row, num_heads)
+        q0 = _query_operand(idx_q_ptr, row, num_heads, 128, QK_DIM_BITS, 0)
         q1 = q0
         q2 = q0
         q3 = q0
