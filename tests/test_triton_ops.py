@@ -112,9 +112,66 @@ def test_multi_token_programs_bit_exact(tokens, index_k_dtype, q_dtype):
         assert _same_bits(a, b), f"{name} differs from the torch backend"
 
 
-def test_write_config_groups_tokens_only_for_large_batches():
-    assert write_config(1).tokens_per_program == 1 and write_config(8192).tokens_per_program > 1
-    assert write_config(8192).num_warps == write_config(8192).tokens_per_program  # one warp per token
+def test_write_config_shapes():
+    """Large batches: several tokens and q heads per program, 16 lanes per row (>= 2 rows per warp); small ones one
+    token per program of one warp. Every shape is powers of 2 (tl.arange)."""
+    for tokens in (1, 63, 64, 8192):
+        cfg = write_config(tokens)
+        for n in (cfg.tokens_per_program, cfg.heads_per_program, cfg.num_warps):
+            assert n >= 1 and n & (n - 1) == 0, cfg
+    large = write_config(8192)
+    assert large.tokens_per_program >= 2 * large.num_warps  # k / v / idx_k programs: every lane holds 8 values
+    assert large.tokens_per_program * large.heads_per_program >= 2 * large.num_warps
+    assert write_config(1).tokens_per_program == 1
+    assert WriteConfig(heads_per_program=4).groups(16, 1, 1) == 4 + 2 + 1 + 1
+    assert WriteConfig(heads_per_program=4).groups(16, 1, 3) == 4 + 2 + 1 + 1  # 3 idx_q heads: one of 4
+    assert WriteConfig(heads_per_program=2).index_heads_per_program(1) == 1
+    assert WriteConfig(heads_per_program=4).groups(5, 2, 0) == 2 + 4
+
+
+def _quantize_edge_rows(tokens):
+    """V head rows (written raw: no norm, no RoPE) built from 32-blocks at the quantizer's edges: the largest finite
+    bf16 (E = 254), elements on every rounding threshold, amax with mantissa exactly 0x400000 (CEIL == FLOOR), MSE
+    ties (7 * 2**k alone: error 1 under both scales), tiny elements under a large amax (they underflow once
+    scaled), subnormals, +-Inf / NaN beside finite values, zeros."""
+    gen = _gen(77)
+    big = torch.finfo(torch.bfloat16).max
+    thresholds = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0])
+    blocks = [
+        torch.linspace(-big, big, 32),
+        torch.cat([thresholds * 2.0 ** 10, -thresholds * 2.0 ** 10, torch.full((16,), 6.0 * 2 ** 10)]),
+        torch.cat([torch.tensor([1.5 * 2 ** 3]), torch.randn(31, generator=gen)]),  # M = 0x400000
+        torch.cat([torch.tensor([7.0 * 2 ** -3]), torch.zeros(31)]),  # an MSE tie: ties go to CEIL
+        torch.cat([torch.tensor([3.0e38, -1e-30, 1e-38]), torch.full((29,), 2.0 ** -133)]),
+        torch.cat([torch.tensor([float("inf"), float("nan"), float("-inf")]), torch.randn(29, generator=gen)]),
+        torch.full((32,), 2.0 ** -130) * torch.randint(-3, 4, (32,), generator=gen),  # bf16 subnormals
+        torch.zeros(32),
+    ]
+    rows = []
+    for t in range(tokens):
+        order = torch.randperm(len(blocks), generator=gen)[:4]
+        rows.append(torch.cat([blocks[int(i)][torch.randperm(32, generator=gen)] for i in order]))
+    return torch.stack(rows).bfloat16()
+
+
+@pytest.mark.parametrize("mode", list(ScaleMode))
+@pytest.mark.parametrize("config", [WriteConfig(), WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1),
+                                    WriteConfig(tokens_per_program=2, heads_per_program=4, num_warps=2)],
+                         ids=["tpp8-hpp2-w4", "tpp1-hpp2-w1", "tpp2-hpp4-w2"])
+def test_fused_write_quantize_edges_bit_exact(mode, config):
+    """The quantizer's edge cases (``_quantize_edge_rows``) in V rows, 9 tokens (a partial last program), 5 q heads
+    and 3 index heads (partial head groups), 2 KV heads: cache bytes and q equal the torch backend's bit for bit."""
+    tokens, nq, nkv, niq, rotary_dim, pages = 9, 5, 2, 3, 64, 2
+    gen = _gen(5 + len(mode.value))
+    qkv, *rest = _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages)
+    v0 = (nq + nkv) * 128
+    qkv[:, v0:v0 + nkv * 128] = torch.cat([_quantize_edge_rows(tokens), _quantize_edge_rows(tokens).flip(0)], 1)
+    poison = torch.randint(0, 256, (pages, 2, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
+    args = (nq, nkv, niq, rotary_dim, pages, mode, torch.bfloat16)
+    ours = _run_write(triton_backend, [qkv] + rest, *args, poison, config=config)
+    ref = _run_write(torch_backend, [qkv] + rest, *args, poison)
+    for name, a, b in zip(("q", "idx_q", "k_cache", "v_cache", "index_k_cache"), ours, ref):
+        assert _same_bits(a, b), f"{name} differs from the torch backend ({mode}, {config})"
 
 
 # ---- index_topk + build_sparse_tables -----------------------------------------------------------------------------

@@ -143,35 +143,57 @@ def whole_kernel_counts(kernel) -> dict:
     return {"instructions": sum(ops.values()), "ops": dict(ops), "shared": kernel.metadata.shared}
 
 
-# ---- fused_qknorm_rope_write: whole-kernel counts per tokens per program (TP4 rank: 16 q, 1 kv, 1 index head) -----
-WRITE_CONSTANTS = {"NUM_Q": 16, "NUM_IQ": 1, "K_START": 16, "V_START": 17, "IQ_START": 18, "IK_START": 19,
-                   "ROTARY_DIM": 64, "SCALE_MODE": 2}  # MSE: the longest quantize path
+# ---- fused_qknorm_rope_write: whole-kernel counts per launch shape (TP4 rank: 16 q, 1 kv, 1 index head) ---------
+WRITE_CONSTANTS = {"NUM_Q": 16, "NUM_KV": 1, "NUM_IQ": 1, "ROTARY_DIM": 64, "SCALE_MODE": 2}  # MSE: the longest path
 
 
-def write_counts(tokens_per_program: int, index_fp8: bool = False) -> dict:
-    """Compile the fused write for sm_90 (one warp per token, ``TOKENS_PER_PROGRAM`` tokens). Integer arguments that
-    end in ``stride`` get the 16-divisibility the launcher specialises on (the cache page strides are 8704 * heads)."""
+def write_counts(config, index_fp8: bool = False) -> dict:
+    """Compile the fused write for sm_90 with ``WriteConfig`` config. Integer arguments that end in ``stride`` get the
+    16-divisibility the launcher specialises on (the cache page strides are 8704 * heads)."""
     import inspect
     write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
     kinds = {"qkv_ptr": "*bf16", "positions_ptr": "*i64", "slot_ptr": "*i64", "cos_sin_ptr": "*fp32", "eps": "fp32",
              "q_out_ptr": "*bf16", "iq_out_ptr": "*bf16"}
     signature = {name: "constexpr" if name.isupper() else kinds.get(name) or (
-        "*bf16" if name.endswith("weight_ptr") else "*u8" if name.endswith("cache_ptr") else "i32")
+        "*fp32" if name.endswith("weight_ptr") else "*u8" if name.endswith("cache_ptr") else "i32")
         for name in inspect.signature(write._qknorm_rope_write_kernel.fn).parameters}
-    constants = dict(WRITE_CONSTANTS, INDEX_FP8=index_fp8, TOKENS_PER_PROGRAM=tokens_per_program)
+    constants = dict(WRITE_CONSTANTS, INDEX_FP8=index_fp8, TOKENS_PER_PROGRAM=config.tokens_per_program,
+                     HEADS_PER_PROGRAM=config.heads_per_program,
+                     INDEX_HEADS_PER_PROGRAM=config.index_heads_per_program(WRITE_CONSTANTS["NUM_IQ"]), HW_BF16=True)
     attrs = {(i,): [["tt.divisibility", 16]] for i, (name, kind) in enumerate(signature.items())
              if kind[0] == "*" or name.endswith("stride")}
     kernel = triton.compile(ASTSource(write._qknorm_rope_write_kernel, signature, constants, attrs),
                             target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": tokens_per_program, "enable_fp_fusion": False})
-    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"])}
+                            options={"num_warps": config.num_warps, "enable_fp_fusion": False})
+    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"]), **branch_counts(kernel, config)}
+
+
+WRITE_KINDS = ("q", "k", "v", "idx_k", "idx_q")  # the kernel's branches in code order
+
+
+def branch_counts(kernel, config) -> dict:
+    """SASS instructions per 128-value head row of each row kind: the code between the kernel's unconditional EXITs
+    (one per branch, in WRITE_KINDS order; q's span holds the prologue too) divided by the rows one warp runs in that
+    branch (rows per program / warps). A static count: every instruction of a branch once."""
+    sass = [text for _, text in instructions(cubin_sass(kernel.asm["cubin"]))]
+    spans, count = [], 0
+    for text in sass:
+        count += 1
+        if re.search(r"\bEXIT\b", text) and not text.lstrip().startswith("@"):
+            spans.append(count)
+            count = 0
+    tpp, warps = config.tokens_per_program, config.num_warps
+    rows = {"q": tpp * config.heads_per_program, "k": tpp, "v": tpp, "idx_k": tpp,
+            "idx_q": tpp * config.index_heads_per_program(WRITE_CONSTANTS["NUM_IQ"])}
+    assert len(spans) == len(WRITE_KINDS), spans
+    return {"per_row": {kind: round(span / max(rows[kind] / warps, 1), 1) for kind, span in zip(WRITE_KINDS, spans)}}
 
 
 def write_variants() -> dict:
     write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
-    tpp = write.write_config(8192).tokens_per_program
-    return {"tpp=1": write_counts(1), f"tpp={tpp} (write_config(8192))": write_counts(tpp),
-            f"tpp={tpp}, fp8 index-K": write_counts(tpp, index_fp8=True)}
+    large, small = write.write_config(8192), write.write_config(1)
+    return {"small (write_config(1))": write_counts(small), "large (write_config(8192))": write_counts(large),
+            "large, fp8 index-K": write_counts(large, index_fp8=True)}
 
 
 def loops(sass: str) -> list[list[str]]:

@@ -41,42 +41,30 @@ def _pow2_f64(k):
 
 
 @triton.jit
-def _magnitude_code(x, e):
-    """x fp32 [..., 4, 16], e int32 [..., 4] (scale bytes, in [1, 254]) -> e2m1 code int32 [..., 4, 16] (sign in
-    bit 3).
-
-    v = |x| / 2**(e - 127) exactly (fp64); nearest code, ties to the even code, saturate at 6; NaN -> 0; Inf -> 7.
-    """
-    v = tl.abs(x).to(tl.float64) * tl.expand_dims(_pow2_f64(127 - e), -1)
-    v = tl.where(v == v, v, 0.0)  # NaN -> code 0; +Inf compares above every threshold -> 7
-    mag = ((v > 0.25).to(tl.int32) + (v >= 0.75).to(tl.int32) + (v > 1.25).to(tl.int32)
-           + (v >= 1.75).to(tl.int32) + (v > 2.5).to(tl.int32) + (v >= 3.5).to(tl.int32) + (v > 5.0).to(tl.int32))
-    negative = (x < 0) & (mag != 0)
-    return mag | (negative.to(tl.int32) << 3)
+def _pow2_f32(k):
+    """Exact 2**k as fp32 for integer k in [-126, 127] (built from bits)."""
+    return ((k + 127) << 23).to(tl.float32, bitcast=True)
 
 
 @triton.jit
-def _code_value_f64(code, e):
-    """e2m1 code int32 [..., 4, 16] under scale byte e [..., 4] -> exact value fp64 [..., 4, 16]."""
-    mag = code & 7
-    # magnitude 2**((m >> 1) - 1) * (1 + (m & 1) / 2) for m >= 2, 0.5 for m == 1, 0 for m == 0
-    big = _pow2_f64((mag >> 1) - 1) * (1.0 + 0.5 * (mag & 1).to(tl.float64))
-    value = tl.where(mag >= 2, big, tl.where(mag == 1, 0.5, 0.0))
-    value = tl.where((code & 8) != 0, -value, value)
-    return value * tl.expand_dims(_pow2_f64(e - 127), -1)
+def _e2m1_magnitude(v):
+    """v = |x| / 2**(e - 127) as fp32 (>= 0, +Inf or NaN) -> nearest e2m1 magnitude code 0..7, ties to the even
+    code, saturating at 6 (code 7); NaN -> 0; +Inf -> 7. From bits, not seven comparisons:
+    v >= 1: round the fp32 mantissa to one bit (ties to even) and read ``2 * (E - 127) + 2 + m`` off the bits;
+    v < 1: round(2 v) (0, 1 or 2; ties to even) by the fp32 adder against 2**23."""
+    bits = v.to(tl.int32, bitcast=True)
+    high = ((bits + (0x1FFFFF + ((bits >> 22) & 1))) >> 22) - 252
+    low = ((v + v) + 8388608.0).to(tl.int32, bitcast=True) - 0x4B000000
+    return tl.where(v == v, tl.where(v < 1.0, low, tl.minimum(high, 7)), 0)
 
 
 @triton.jit
-def _block_sq_error(x_even, x_odd, e):
-    """fp64 sum over the finite elements of (x - deq(code(x)))**2 per 32-block -> [..., 4]."""
-    ce = _magnitude_code(x_even, e)
-    co = _magnitude_code(x_odd, e)
-    de = x_even.to(tl.float64) - _code_value_f64(ce, e)
-    do = x_odd.to(tl.float64) - _code_value_f64(co, e)
-    fe = tl.abs(x_even) < float("inf")  # finite (NaN compares false)
-    fo = tl.abs(x_odd) < float("inf")
-    err = tl.where(fe, de * de, 0.0) + tl.where(fo, do * do, 0.0)
-    return tl.sum(err, axis=-1)
+def _block_sq_error(v_even, mag_even, f_even, v_odd, mag_odd, f_odd, grid_step):
+    """Per 32-block, in units of the floor scale: the fp64 sum over the finite elements (f_*) of
+    (v - grid_step * e2m1(mag))**2 -> [..., 4]; v_* fp64 [..., 4, 16] (exact), grid_step fp32 (1 or 2, [..., 4, 1])."""
+    d_even = v_even - (e2m1_unscaled(mag_even) * grid_step).to(tl.float64)
+    d_odd = v_odd - (e2m1_unscaled(mag_odd) * grid_step).to(tl.float64)
+    return tl.sum(tl.where(f_even, d_even * d_even, 0.0) + tl.where(f_odd, d_odd * d_odd, 0.0), axis=-1)
 
 
 @triton.jit
@@ -87,12 +75,18 @@ def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
     Scale rule (ScaleMode): amax over finite values; E/M = fp32 exponent/mantissa fields of amax;
     FLOOR e = E - 2, CEIL e = E - 2 + (M > 0x400000), MSE = the smaller fp64 squared error (ties to CEIL);
     e clamped to [1, 254].
+
+    docs/api.md computes v = |x| / 2**(e - 127) in fp64; here it is ``|x| * 2**(127 - e)`` in fp32, the same codes:
+    e <= 253 (E <= 254 for a finite amax), so the factor is a normal fp32 power of two and the product is exact
+    unless it underflows, which only values far below the first threshold (0.25) do, and finite |x| <= amax keeps
+    v < 8 (no overflow). MSE compares both candidates' errors in units of the floor scale (CEIL's grid is FLOOR's
+    times 2 when e differs): every term is the docs' term times one power of two, exactly, so the comparison and its
+    ties are the same.
     """
     a_even = tl.abs(x_even)
     a_odd = tl.abs(x_odd)
-    a_even = tl.where(a_even < float("inf"), a_even, 0.0)
-    a_odd = tl.where(a_odd < float("inf"), a_odd, 0.0)
-    amax = tl.max(tl.maximum(a_even, a_odd), axis=-1)  # [..., 4] fp32
+    amax = tl.max(tl.maximum(tl.where(a_even < float("inf"), a_even, 0.0),
+                             tl.where(a_odd < float("inf"), a_odd, 0.0)), axis=-1)  # [..., 4] fp32
     bits = amax.to(tl.int32, bitcast=True)
     exp_field = (bits >> 23) & 0xFF
     mantissa = bits & 0x7FFFFF
@@ -100,14 +94,28 @@ def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
     e_ceil = tl.minimum(tl.maximum(exp_field - 2 + (mantissa > 0x400000).to(tl.int32), 1), 254)
     if SCALE_MODE == 0:
         e = e_floor
-    elif SCALE_MODE == 1:
-        e = e_ceil
     else:
-        err_floor = _block_sq_error(x_even, x_odd, e_floor)
-        err_ceil = _block_sq_error(x_even, x_odd, e_ceil)
-        e = tl.where(err_floor < err_ceil, e_floor, e_ceil)
-    code_even = _magnitude_code(x_even, e)
-    code_odd = _magnitude_code(x_odd, e)
+        e = e_ceil
+    inv = tl.expand_dims(_pow2_f32(127 - e), -1)
+    mag_even = _e2m1_magnitude(a_even * inv)
+    mag_odd = _e2m1_magnitude(a_odd * inv)
+    if SCALE_MODE == 2:  # (mag_*: the CEIL codes) against the FLOOR codes, in floor units
+        inv_floor = tl.expand_dims(_pow2_f64(127 - e_floor), -1)
+        step = tl.expand_dims(tl.where(e_ceil > e_floor, 2.0, 1.0), -1)  # CEIL's grid in floor units
+        v_even = a_even.to(tl.float64) * inv_floor
+        v_odd = a_odd.to(tl.float64) * inv_floor
+        floor_even = _e2m1_magnitude(v_even.to(tl.float32))  # exact but where it underflows (code 0 either way)
+        floor_odd = _e2m1_magnitude(v_odd.to(tl.float32))
+        f_even = a_even < float("inf")  # finite (NaN compares false)
+        f_odd = a_odd < float("inf")
+        err_floor = _block_sq_error(v_even, floor_even, f_even, v_odd, floor_odd, f_odd, 1.0)
+        err_ceil = _block_sq_error(v_even, mag_even, f_even, v_odd, mag_odd, f_odd, step)
+        use_floor = err_floor < err_ceil
+        e = tl.where(use_floor, e_floor, e_ceil)
+        mag_even = tl.where(tl.expand_dims(use_floor, -1), floor_even, mag_even)
+        mag_odd = tl.where(tl.expand_dims(use_floor, -1), floor_odd, mag_odd)
+    code_even = mag_even | (((x_even < 0) & (mag_even != 0)).to(tl.int32) << 3)
+    code_odd = mag_odd | (((x_odd < 0) & (mag_odd != 0)).to(tl.int32) << 3)
     data = (code_even | (code_odd << 4)).to(tl.uint8)
     return data, e.to(tl.uint8)
 
@@ -253,10 +261,16 @@ def to_e4m3_rne(x):
 
 
 @triton.jit
-def to_output(x, dtype: tl.constexpr):
-    """fp32 -> bf16 or float8_e4m3fn with round-to-nearest-even."""
+def to_output(x, dtype: tl.constexpr, HW_BF16: tl.constexpr = False):
+    """fp32 -> bf16 or float8_e4m3fn with round-to-nearest-even. HW_BF16 (on a GPU, never under the interpreter):
+    bf16 through the hardware conversion (``cvt.rn.bf16.f32``, two values per instruction instead of ~5 integer
+    instructions each): the same bits but for a NaN's payload (the canonical 0x7FFF where ``to_bf16_rne`` keeps
+    0x7FC0)."""
     if dtype == tl.bfloat16:
-        return to_bf16_rne(x)
+        if HW_BF16:
+            return x.to(tl.bfloat16, fp_downcast_rounding="rtne")
+        else:
+            return to_bf16_rne(x)
     else:
         tl.static_assert(dtype == tl.float8e4nv, "outputs are bf16 or float8_e4m3fn")
         return to_e4m3_rne(x)

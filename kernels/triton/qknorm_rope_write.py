@@ -1,10 +1,11 @@
 """fused_qknorm_rope_write (Triton): Gemma QK-norm + partial NeoX RoPE + MXFP4 write of K, V, index-K, one launch.
 
-One program per (TOKENS_PER_PROGRAM tokens, head row) of the fused projection
-``qkv[t] = [q (nq rows) | k (nkv) | v (nkv) | idx_q (niq) | idx_k (1 if niq)]``, each row 128 bf16 values: grid
-``(cdiv(T, TPP), rows)``, one warp per token (``WriteConfig``), so the row kind (q / k / v / idx_q / idx_k) is the same
-for the whole program; rows are ``[TPP, 128]`` (a warp holds one token's row: contiguous vector loads, in-warp sums),
-viewed as ``[TPP, 4, 16]`` (even, odd) pairs to quantize; tokens past T are masked.
+The fused projection ``qkv[t] = [q (nq rows) | k (nkv) | v (nkv) | idx_q (niq) | idx_k (1 if niq)]`` holds rows of
+128 bf16 values. Grid ``(cdiv(T, TPP), groups)`` (``WriteConfig``): along axis 1 a program takes ``HPP`` q heads
+(or idx_q heads) of TPP tokens, rows ``[TPP * HPP, 128]``, or one k / v / idx_k head row of TPP tokens, rows
+``[TPP, 128]``; the row kind is the same for the whole program. A row is spread over 16 lanes (8 values each) once a
+program holds two rows per warp, so the per-row work (fp64 reduction, sqrt, division) is shared by 8 values per lane,
+not 4; rows are viewed as ``[N, 4, 16]`` (even, odd) pairs to quantize; tokens past T and heads past nq are masked.
 Arithmetic is the exact one of docs/api.md, so cache bytes equal the torch backend's bit for bit:
 fp64 sum of squares, ``tl.sqrt_rn`` / ``tl.div_rn``, fp32 products rounded one by one (the launch passes
 ``enable_fp_fusion=False``: no FMA), K / idx_K quantized from fp32, V from ``v.float()``.
@@ -24,48 +25,45 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.format import ScaleMode
-from atom_mxfp4.layout import qkv_rows
 from atom_mxfp4.index_k import IndexKDtype
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
-    quantize_pair, slot_record, to_output
+    mma_bf16, quantize_pair, slot_record, to_output
 from ._fp8 import store_fp8_tokens
 
-
-@triton.jit
-def _partner(ptr, d, low, high, HALF: tl.constexpr, mask):
-    """The NeoX RoPE partner of element d: ``ptr[d + h]`` where ``low`` (d < h), ``ptr[d - h]`` where ``high``
-    (h <= d < rotary_dim), 0 elsewhere; two loads whose addresses stay contiguous along d (vector loads)."""
-    up = tl.load(ptr + d + HALF, mask=low & mask, other=0.0)
-    down = tl.load(ptr + d - HALF, mask=high & mask, other=0.0)
-    return tl.where(low, up, down).to(tl.float32)
+assert int(HEAD_DIM) & (int(HEAD_DIM) - 1) == 0  # 1 / HEAD_DIM is exact
+INV_HEAD_DIM = tl.constexpr(1.0 / int(HEAD_DIM))
 
 
 @triton.jit
 def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGHT: tl.constexpr,
                ROTARY_DIM: tl.constexpr):
-    """TPP head rows (``row_ptr``, position, valid: [TPP, 1]) -> fp32 [TPP, 128] in element order: the raw values
-    (v), or y = (x * r) * (1 + w) then NeoX RoPE on d < rotary_dim. Each warp holds one token's row (128 contiguous
-    values), so the sum of squares stays inside the warp. Tokens with ~valid read nothing (never stored)."""
+    """N head rows (``row_ptr``, position, valid: [N, 1]) -> fp32 [N, 128] in element order: the raw values (v), or
+    y = (x * r) * (1 + w) then NeoX RoPE on d < rotary_dim. A row lies in one warp (16 or 32 lanes), so its sum of
+    squares needs no barrier. Rows with ~valid read nothing (never stored).
+
+    RoPE reads each element's partner (``d + h`` below h = rotary_dim / 2, ``d - h`` up to rotary_dim, itself past
+    it: unused) with one load whose offsets stay contiguous in runs of 8 (vector loads), and computes
+    ``y * cos + y_partner * (-sin)`` below h: ``a + b * (-s)`` is ``a - b * s`` bit for bit."""
     d = tl.arange(0, HEAD_DIM)[None, :]
     x = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
     if HAS_WEIGHT:
         sq = tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True)
-        inv_rms = tl.div_rn(1.0, tl.sqrt_rn((sq / HEAD_DIM).to(tl.float32) + eps))  # [TPP, 1]
+        # sq * 2**-7 is sq / 128 bit for bit (a power of two), without fp64 division's Newton steps
+        inv_rms = tl.div_rn(1.0, tl.sqrt_rn((sq * INV_HEAD_DIM).to(tl.float32) + eps))  # [N, 1]
         HALF: tl.constexpr = ROTARY_DIM // 2
         low = d < HALF
         rotary = d < ROTARY_DIM
-        high = rotary & (d >= HALF)
-        w_ptr = weight_ptr + tl.zeros([x.shape[0], 1], tl.int32)  # [TPP, 1]: one copy per warp, in x's layout
+        partner = tl.where(low, d + HALF, tl.where(rotary, d - HALF, d))
+        w_ptr = weight_ptr + tl.zeros([x.shape[0], 1], tl.int32)  # [N, 1]: in x's layout
         y = (x * inv_rms) * (1.0 + tl.load(w_ptr + d).to(tl.float32))
-        x_partner = _partner(row_ptr, d, low, high, HALF, valid)
-        y_partner = (x_partner * inv_rms) * (1.0 + _partner(w_ptr, d, low, high, HALF, True))
+        x_partner = tl.load(row_ptr + partner, mask=valid, other=0.0).to(tl.float32)
+        y_partner = (x_partner * inv_rms) * (1.0 + tl.load(w_ptr + partner).to(tl.float32))
         cos_ptr = cos_sin_ptr + position * ROTARY_DIM + d % HALF
         cos = tl.load(cos_ptr, mask=rotary, other=1.0)
         sin = tl.load(cos_ptr + HALF, mask=rotary, other=0.0)
-        first = y * cos - y_partner * sin  # o1 = y1*c - y2*s  (d < h)
-        second = y * cos + y_partner * sin  # o2 = y2*c + y1*s (h <= d < rotary_dim)
-        return tl.where(low, first, tl.where(rotary, second, y))
+        sin = tl.where(low, -sin, sin)  # o1 = y1*c - y2*s (d < h), o2 = y2*c + y1*s (h <= d < rotary_dim)
+        return tl.where(rotary, y * cos + y_partner * sin, y)
     else:
         return x
 
@@ -91,10 +89,26 @@ def _store_cache(cache_ptr, page_stride, head, slot, y, SCALE_MODE: tl.constexpr
 
 
 @triton.jit
-def _store_output(out_ptr, token, heads, head, y, valid):
-    """Rows y [TPP, 128] -> out [T, heads, 128] at (token [TPP, 1], head), rounded to out's dtype."""
+def _store_output(out_ptr, token, heads, head, y, valid, HW_BF16: tl.constexpr):
+    """Rows y [N, 128] -> out [T, heads, 128] at (token, head) ([N, 1] each), rounded to out's dtype."""
     out = out_ptr + (token * heads + head) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
-    tl.store(out, to_output(y, out_ptr.dtype.element_ty), mask=valid)
+    tl.store(out, to_output(y, out_ptr.dtype.element_ty, HW_BF16), mask=valid)
+
+
+@triton.jit
+def _query_rows(qkv_ptr, positions_ptr, weight_ptr, cos_sin_ptr, out_ptr, num_tokens, qkv_row_stride, eps, first,
+                group, FIRST_ROW: tl.constexpr, NUM_HEADS: tl.constexpr, ROTARY_DIM: tl.constexpr,
+                TPP: tl.constexpr, HPP: tl.constexpr, HW_BF16: tl.constexpr):
+    """q / idx_q heads ``group * HPP ..`` (HPP of them, masked past NUM_HEADS) of tokens ``first ..`` (TPP): QK-norm +
+    RoPE -> out [T, NUM_HEADS, 128]. Rows are (token, head) pairs, token-major: [TPP * HPP, 128]."""
+    r = tl.arange(0, TPP * HPP)
+    token = first + r // HPP
+    head = group * HPP + r % HPP
+    valid = (token < num_tokens) & (head < NUM_HEADS)
+    position = tl.load(positions_ptr + token, mask=valid, other=0)[:, None]
+    row_ptr = (qkv_ptr + token * qkv_row_stride + (FIRST_ROW + head).to(tl.int64) * HEAD_DIM)[:, None]
+    y = _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid[:, None], True, ROTARY_DIM)
+    _store_output(out_ptr, token[:, None], NUM_HEADS, head[:, None], y, valid[:, None], HW_BF16)
 
 
 @triton.jit
@@ -103,56 +117,83 @@ def _qknorm_rope_write_kernel(
     q_weight_ptr, k_weight_ptr, iq_weight_ptr, ik_weight_ptr,
     k_cache_ptr, v_cache_ptr, ik_cache_ptr, q_out_ptr, iq_out_ptr,
     num_tokens, qkv_row_stride, kv_page_stride, ik_page_stride, eps,
-    NUM_Q: tl.constexpr, NUM_IQ: tl.constexpr,
-    K_START: tl.constexpr, V_START: tl.constexpr, IQ_START: tl.constexpr, IK_START: tl.constexpr,
+    NUM_Q: tl.constexpr, NUM_KV: tl.constexpr, NUM_IQ: tl.constexpr,
     ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr, INDEX_FP8: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr,
+    HEADS_PER_PROGRAM: tl.constexpr, INDEX_HEADS_PER_PROGRAM: tl.constexpr, HW_BF16: tl.constexpr,
 ):
-    token = tl.program_id(0).to(tl.int64) * TOKENS_PER_PROGRAM + tl.arange(0, TOKENS_PER_PROGRAM)  # [TPP]
-    row = tl.program_id(1)  # head row inside the fused projection: the same for every token of the program
-    valid = token < num_tokens
-    position = tl.load(positions_ptr + token, mask=valid, other=0)[:, None]
-    slot = tl.load(slot_ptr + token, mask=valid, other=-1)  # tokens past the end: skipped as slot -1
-    row_ptr = (qkv_ptr + token * qkv_row_stride + row.to(tl.int64) * HEAD_DIM)[:, None]
-    token2 = token[:, None]
-    valid2 = valid[:, None]
-    # head-row starts of k / v / idx_q / idx_k: atom_mxfp4.layout.qkv_rows, passed in by the launcher
-    if row < K_START:  # q -> q_out [T, nq, 128] (q_dtype)
-        y = _norm_rope(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
-        _store_output(q_out_ptr, token2, NUM_Q, row, y, valid2)
-    elif row < V_START:  # k -> k_cache head (row - nq)
-        y = _norm_rope(row_ptr, k_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
-        _store_cache(k_cache_ptr, kv_page_stride, row - K_START, slot, y, SCALE_MODE)
-    elif row < IQ_START:  # v (raw) -> v_cache head (row - nq - nkv)
-        x = _norm_rope(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, valid2, False, ROTARY_DIM)
-        _store_cache(v_cache_ptr, kv_page_stride, row - V_START, slot, x, SCALE_MODE)
-    elif row < IK_START:  # idx_q -> iq_out [T, niq, 128] bf16
-        y = _norm_rope(row_ptr, iq_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
-        _store_output(iq_out_ptr, token2, NUM_IQ, row - IQ_START, y, valid2)
-    else:  # idx_k -> index-K cache (one head)
-        y = _norm_rope(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
-        if INDEX_FP8:  # one head: the record of page slot // 128
-            y_even, y_odd = _pairs(y)
-            store_fp8_tokens(ik_cache_ptr, ik_page_stride, slot, y_even, y_odd)
-        else:
-            _store_cache(ik_cache_ptr, ik_page_stride, row - IK_START, slot, y, SCALE_MODE)
+    TPP: tl.constexpr = TOKENS_PER_PROGRAM
+    HPP: tl.constexpr = HEADS_PER_PROGRAM
+    IHPP: tl.constexpr = INDEX_HEADS_PER_PROGRAM  # min(HPP, next power of 2 of NUM_IQ): no all-masked rows
+    # program groups along axis 1 (atom_mxfp4.layout.qkv_rows gives the head rows): q in groups of HPP heads, one
+    # program per k head, per v head, idx_q in groups of IHPP heads, one for idx_k (WriteConfig.groups)
+    Q_GROUPS: tl.constexpr = (NUM_Q + HPP - 1) // HPP
+    K_ROW: tl.constexpr = NUM_Q
+    V_ROW: tl.constexpr = NUM_Q + NUM_KV
+    IQ_ROW: tl.constexpr = NUM_Q + 2 * NUM_KV
+    IK_ROW: tl.constexpr = IQ_ROW + NUM_IQ
+    K_GROUP: tl.constexpr = Q_GROUPS
+    V_GROUP: tl.constexpr = K_GROUP + NUM_KV
+    IQ_GROUP: tl.constexpr = V_GROUP + NUM_KV
+    IK_GROUP: tl.constexpr = IQ_GROUP + (NUM_IQ + IHPP - 1) // IHPP
+    first = tl.program_id(0).to(tl.int64) * TPP
+    group = tl.program_id(1)
+    if group < K_GROUP:  # q -> q_out [T, nq, 128] (q_dtype)
+        _query_rows(qkv_ptr, positions_ptr, q_weight_ptr, cos_sin_ptr, q_out_ptr, num_tokens, qkv_row_stride, eps,
+                    first, group, 0, NUM_Q, ROTARY_DIM, TPP, HPP, HW_BF16)
+    elif group < IQ_GROUP or group >= IK_GROUP:  # k / v / idx_k: one head row of TPP tokens -> its cache
+        token = first + tl.arange(0, TPP)  # [TPP]
+        valid = token < num_tokens
+        position = tl.load(positions_ptr + token, mask=valid, other=0)[:, None]
+        slot = tl.load(slot_ptr + token, mask=valid, other=-1)  # tokens past the end: skipped as slot -1
+        token_ptr = qkv_ptr + token * qkv_row_stride
+        valid2 = valid[:, None]
+        if group < V_GROUP:  # k -> k_cache head (group - K_GROUP)
+            head = group - K_GROUP
+            row_ptr = (token_ptr + (K_ROW + head).to(tl.int64) * HEAD_DIM)[:, None]
+            y = _norm_rope(row_ptr, k_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+            _store_cache(k_cache_ptr, kv_page_stride, head, slot, y, SCALE_MODE)
+        elif group < IQ_GROUP:  # v (raw) -> v_cache head (group - V_GROUP)
+            head = group - V_GROUP
+            row_ptr = (token_ptr + (V_ROW + head).to(tl.int64) * HEAD_DIM)[:, None]
+            x = _norm_rope(row_ptr, q_weight_ptr, cos_sin_ptr, position, eps, valid2, False, ROTARY_DIM)
+            _store_cache(v_cache_ptr, kv_page_stride, head, slot, x, SCALE_MODE)
+        else:  # idx_k -> index-K cache (one head)
+            row_ptr = (token_ptr + IK_ROW * HEAD_DIM)[:, None]
+            y = _norm_rope(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+            if INDEX_FP8:  # one head: the record of page slot // 128
+                y_even, y_odd = _pairs(y)
+                store_fp8_tokens(ik_cache_ptr, ik_page_stride, slot, y_even, y_odd)
+            else:
+                _store_cache(ik_cache_ptr, ik_page_stride, group - IK_GROUP, slot, y, SCALE_MODE)  # head 0
+    else:  # idx_q -> iq_out [T, niq, 128] bf16
+        _query_rows(qkv_ptr, positions_ptr, iq_weight_ptr, cos_sin_ptr, iq_out_ptr, num_tokens, qkv_row_stride, eps,
+                    first, group - IQ_GROUP, IQ_ROW, NUM_IQ, ROTARY_DIM, TPP, IHPP, HW_BF16)
 
 
 @dataclass(frozen=True)
 class WriteConfig:
-    tokens_per_program: int = 2  # tokens of one head row per program, one warp each (a power of 2)
+    """Launch shape of the fused write: a program takes ``tokens_per_program`` tokens of one head row of k / v /
+    idx_k, or of ``heads_per_program`` q (idx_q) heads; ``num_warps`` warps share its rows (16 lanes per 128-value
+    row once a program holds >= 2 rows per warp: a lane then owns 8 values, so each row's reduction, sqrt and
+    division are shared by twice the values of a 32-lane row). Powers of 2."""
+    tokens_per_program: int = 8
+    heads_per_program: int = 2
+    num_warps: int = 4
 
-    @property
-    def num_warps(self) -> int:
-        return self.tokens_per_program
+    def index_heads_per_program(self, num_index_heads: int) -> int:
+        """idx_q heads per program: heads_per_program, or fewer where there are fewer index heads (a power of 2)."""
+        return min(self.heads_per_program, triton.next_power_of_2(max(num_index_heads, 1)))
+
+    def groups(self, num_q_heads: int, num_kv_heads: int, num_index_heads: int) -> int:
+        """Programs along the launch's second axis (the kernel's group map)."""
+        ihpp = self.index_heads_per_program(num_index_heads)
+        return (-(-num_q_heads // self.heads_per_program) + 2 * num_kv_heads + -(-num_index_heads // ihpp)
+                + (1 if num_index_heads else 0))
 
 
 def write_config(num_tokens: int) -> WriteConfig:
-    """Tuning: one warp per token of a 128-value row (4 x 16 pairs); several tokens of the same head row per program
-    so that a program is more than one warp (Hopper keeps at most 32 blocks per SM: 1-warp programs cap occupancy at
-    half) and the weights are read once per program. H200 sweep (2026-12-03, bit-identical outputs at every setting,
-    docs/triton.md "The fused write"): 2 tokens per program fastest from T = 64 (T = 8192: 60.5 us against 102.5 us
-    at 1, 61.8 at 4, 63.4 at 8); below 64 tokens one per program (not measured there)."""
-    return WriteConfig(tokens_per_program=1 if num_tokens < 64 else 2)
+    """Tuning (H200 sweep pending: see docs/triton.md "The fused write")."""
+    return WriteConfig() if num_tokens >= 64 else WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1)
 
 
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
@@ -189,19 +230,18 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     # ---- tuning
     cfg = write_config(tokens) if config is None else config
     # ---- launch
-    rows = qkv_rows(nq, nkv, niq)
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0
     ik_weight = idx_k_norm_weight if niq else k_norm_weight
     iq_weight = idx_q_norm_weight if niq else q_norm_weight
     tpp = cfg.tokens_per_program
-    _qknorm_rope_write_kernel[(triton.cdiv(tokens, tpp), rows.heads)](
+    _qknorm_rope_write_kernel[(triton.cdiv(tokens, tpp), cfg.groups(nq, nkv, niq))](
         qkv, positions, slot_mapping, cos_sin_cache,
         q_norm_weight, k_norm_weight, iq_weight, ik_weight,
         k_cache, v_cache, ik, q_out, iq_out if niq else q_out,
         tokens, qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
-        NUM_Q=nq, NUM_IQ=niq, K_START=rows.k.start, V_START=rows.v.start, IQ_START=rows.idx_q.start,
-        IK_START=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
+        NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
         INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8, TOKENS_PER_PROGRAM=tpp,
-        num_warps=cfg.num_warps, enable_fp_fusion=False,
+        HEADS_PER_PROGRAM=cfg.heads_per_program,
+        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), num_warps=cfg.num_warps, enable_fp_fusion=False,
     )
     return q_out, iq_out
