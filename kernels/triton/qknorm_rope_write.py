@@ -179,6 +179,7 @@ class WriteConfig:
     tokens_per_program: int = 8
     heads_per_program: int = 2
     num_warps: int = 4
+    maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
 
     def index_heads_per_program(self, num_index_heads: int) -> int:
         """idx_q heads per program: heads_per_program, or fewer where there are fewer index heads (a power of 2)."""
@@ -242,6 +243,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
         NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
         INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8, TOKENS_PER_PROGRAM=tpp,
         HEADS_PER_PROGRAM=cfg.heads_per_program,
-        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), num_warps=cfg.num_warps, enable_fp_fusion=False,
+        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), num_warps=cfg.num_warps,
+        enable_fp_fusion=False, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     return q_out, iq_out
