@@ -115,13 +115,13 @@ def test_multi_token_programs_bit_exact(tokens, index_k_dtype, q_dtype):
 def test_write_config_shapes():
     """Large batches: several tokens and q heads per program, 16 lanes per row (>= 2 rows per warp); small ones one
     token per program of one warp. Every shape is powers of 2 (tl.arange)."""
-    for tokens in (1, 63, 64, 8192):
+    for tokens in (1, 63, 64, 8191, 8192):
         cfg = write_config(tokens)
         for n in (cfg.tokens_per_program, cfg.heads_per_program, cfg.num_warps):
             assert n >= 1 and n & (n - 1) == 0, cfg
-    large = write_config(8192)
-    assert large.tokens_per_program >= 2 * large.num_warps  # k / v / idx_k programs: every lane holds 8 values
-    assert large.tokens_per_program * large.heads_per_program >= 2 * large.num_warps
+    for large in (write_config(64), write_config(8192)):
+        assert large.tokens_per_program >= 2 * large.num_warps  # k / v / idx_k programs: every lane holds 8 values
+        assert large.tokens_per_program * large.heads_per_program >= 2 * large.num_warps
     assert write_config(1).tokens_per_program == 1
     assert WriteConfig(heads_per_program=4).groups(16, 1, 1) == 4 + 2 + 1 + 1
     assert WriteConfig(heads_per_program=4).groups(16, 1, 3) == 4 + 2 + 1 + 1  # 3 idx_q heads: one of 4
@@ -155,9 +155,9 @@ def _quantize_edge_rows(tokens):
 
 
 @pytest.mark.parametrize("mode", list(ScaleMode))
-@pytest.mark.parametrize("config", [WriteConfig(), WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1),
+@pytest.mark.parametrize("config", [write_config(1), write_config(64), write_config(8192),
                                     WriteConfig(tokens_per_program=2, heads_per_program=4, num_warps=2)],
-                         ids=["tpp8-hpp2-w4", "tpp1-hpp2-w1", "tpp2-hpp4-w2"])
+                         ids=["small", "medium", "large", "tpp2-hpp4-w2"])
 def test_fused_write_quantize_edges_bit_exact(mode, config):
     """The quantizer's edge cases (``_quantize_edge_rows``) in V rows, 9 tokens (a partial last program), 5 q heads
     and 3 index heads (partial head groups), 2 KV heads: cache bytes and q equal the torch backend's bit for bit."""

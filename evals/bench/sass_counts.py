@@ -164,8 +164,10 @@ def write_counts(config, index_fp8: bool = False) -> dict:
              if kind[0] == "*" or name.endswith("stride")}
     kernel = triton.compile(ASTSource(write._qknorm_rope_write_kernel, signature, constants, attrs),
                             target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": config.num_warps, "enable_fp_fusion": False})
-    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"]), **branch_counts(kernel, config)}
+                            options={"num_warps": config.num_warps, "enable_fp_fusion": False,
+                                     **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})})
+    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"]), **branch_counts(kernel, config),
+            "maxnreg": config.maxnreg}
 
 
 WRITE_KINDS = ("q", "k", "v", "idx_k", "idx_q")  # the kernel's branches in code order
@@ -191,9 +193,9 @@ def branch_counts(kernel, config) -> dict:
 
 def write_variants() -> dict:
     write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
-    large, small = write.write_config(8192), write.write_config(1)
-    return {"small (write_config(1))": write_counts(small), "large (write_config(8192))": write_counts(large),
-            "large, fp8 index-K": write_counts(large, index_fp8=True)}
+    small, medium, large = write.write_config(1), write.write_config(512), write.write_config(8192)
+    return {"small (write_config(1))": write_counts(small), "medium (write_config(512))": write_counts(medium),
+            "large (write_config(8192))": write_counts(large), "large, fp8 index-K": write_counts(large, index_fp8=True)}
 
 
 def loops(sass: str) -> list[list[str]]:
