@@ -144,7 +144,8 @@ def whole_kernel_counts(kernel) -> dict:
 
 
 # ---- fused_qknorm_rope_write: whole-kernel counts per launch shape (TP4 rank: 16 q, 1 kv, 1 index head) ---------
-WRITE_CONSTANTS = {"NUM_Q": 16, "NUM_KV": 1, "NUM_IQ": 1, "ROTARY_DIM": 64, "SCALE_MODE": 2}  # MSE: the longest path
+WRITE_CONSTANTS = {"NUM_Q": 16, "NUM_KV": 1, "NUM_IQ": 1, "K_ROW": 16, "V_ROW": 17, "IQ_ROW": 18, "IK_ROW": 19,
+                   "ROTARY_DIM": 64, "SCALE_MODE": 2}  # MSE: the longest quantize path
 
 
 def write_counts(config, index_fp8: bool = False) -> dict:

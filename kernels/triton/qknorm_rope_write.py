@@ -26,6 +26,7 @@ import triton.language as tl
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.format import ScaleMode
 from atom_mxfp4.index_k import IndexKDtype
+from atom_mxfp4.layout import qkv_rows
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
     mma_bf16, quantize_pair, slot_record, to_output
@@ -118,19 +119,17 @@ def _qknorm_rope_write_kernel(
     k_cache_ptr, v_cache_ptr, ik_cache_ptr, q_out_ptr, iq_out_ptr,
     num_tokens, qkv_row_stride, kv_page_stride, ik_page_stride, eps,
     NUM_Q: tl.constexpr, NUM_KV: tl.constexpr, NUM_IQ: tl.constexpr,
+    K_ROW: tl.constexpr, V_ROW: tl.constexpr, IQ_ROW: tl.constexpr, IK_ROW: tl.constexpr,
     ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr, INDEX_FP8: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr,
     HEADS_PER_PROGRAM: tl.constexpr, INDEX_HEADS_PER_PROGRAM: tl.constexpr, HW_BF16: tl.constexpr,
 ):
     TPP: tl.constexpr = TOKENS_PER_PROGRAM
     HPP: tl.constexpr = HEADS_PER_PROGRAM
     IHPP: tl.constexpr = INDEX_HEADS_PER_PROGRAM  # min(HPP, next power of 2 of NUM_IQ): no all-masked rows
-    # program groups along axis 1 (atom_mxfp4.layout.qkv_rows gives the head rows): q in groups of HPP heads, one
-    # program per k head, per v head, idx_q in groups of IHPP heads, one for idx_k (WriteConfig.groups)
+    # *_ROW: the head rows' starts in qkv (atom_mxfp4.layout.qkv_rows, passed in by the launcher). Program groups
+    # along axis 1: q in groups of HPP heads, one program per k head, per v head, idx_q in groups of IHPP heads, one
+    # for idx_k (WriteConfig.groups)
     Q_GROUPS: tl.constexpr = (NUM_Q + HPP - 1) // HPP
-    K_ROW: tl.constexpr = NUM_Q
-    V_ROW: tl.constexpr = NUM_Q + NUM_KV
-    IQ_ROW: tl.constexpr = NUM_Q + 2 * NUM_KV
-    IK_ROW: tl.constexpr = IQ_ROW + NUM_IQ
     K_GROUP: tl.constexpr = Q_GROUPS
     V_GROUP: tl.constexpr = K_GROUP + NUM_KV
     IQ_GROUP: tl.constexpr = V_GROUP + NUM_KV
@@ -239,6 +238,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     # ---- tuning
     cfg = write_config(tokens) if config is None else config
     # ---- launch
+    rows = qkv_rows(nq, nkv, niq)
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0
     ik_weight = idx_k_norm_weight if niq else k_norm_weight
     iq_weight = idx_q_norm_weight if niq else q_norm_weight
@@ -248,7 +248,8 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
         q_norm_weight, k_norm_weight, iq_weight, ik_weight,
         k_cache, v_cache, ik, q_out, iq_out if niq else q_out,
         tokens, qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
-        NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
+        NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, K_ROW=rows.k.start, V_ROW=rows.v.start, IQ_ROW=rows.idx_q.start,
+        IK_ROW=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
         INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8, TOKENS_PER_PROGRAM=tpp,
         HEADS_PER_PROGRAM=cfg.heads_per_program,
         INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), num_warps=cfg.num_warps,
