@@ -264,38 +264,51 @@ def bench_dense(row_counts, contexts, log, config=None, num_splits=None):
 
 
 # ---- 4. fused write ----------------------------------------------------------------------------------------------
+WRITE_HEADS = (16, 1, 1)  # q, kv, index heads of a MiniMax-M3 TP4 rank
+WRITE_ROTARY = 64
+
+
+def write_case(tokens, index_k, budget=1 * 2**30):
+    """Inputs of the fused write benchmarks (run_bench, sweep_write.py): (weights, cos_sin, sets, bytes per call), the
+    sets rotating through memory (``sets_for``); a set is (qkv, positions, slots, [k, v, index-K caches])."""
+    nq, nkv, niq = WRITE_HEADS
+    width = qkv_width(nq, nkv, niq)
+    ik_token = MX_TOKEN if index_k == "mxfp4" else FP8_TOKEN
+    per_call = tokens * (width * 2 + 16 + WRITE_ROTARY * 4 + (nq + niq) * 256 + 2 * MX_TOKEN + ik_token)
+    pages = -(-tokens // 128) + 1
+    weights = [torch.randn(128, device=DEV) * 0.3 for _ in range(4)]
+    cos_sin = torch.randn(65536, WRITE_ROTARY, device=DEV)
+    sets = []
+    for _ in range(sets_for(per_call, budget=budget)):
+        qkv = torch.randn(tokens, width, device=DEV).bfloat16()
+        pos = torch.randint(0, 65536, (tokens,), device=DEV)
+        slots = torch.randperm(pages * 128, device=DEV)[:tokens]
+        caches = [torch.zeros(pages, 1, RECORD, dtype=torch.uint8, device=DEV) for _ in range(2)]
+        caches.append(torch.zeros(pages, 1, ik_token * 128, dtype=torch.uint8, device=DEV))
+        sets.append((qkv, pos, slots, caches))
+    return weights, cos_sin, sets, per_call
+
+
+def write_call(backend, weights, cos_sin, s, mode, index_k, config=None):
+    """One fused write of set ``s`` (``write_case``) through ``backend`` (config: the Triton launcher's only)."""
+    nq, nkv, niq = WRITE_HEADS
+    kw = {} if config is None else {"config": config}
+    return lambda: backend.fused_qknorm_rope_write(
+        s[0], s[1], *weights, cos_sin, s[2], *s[3], num_q_heads=nq, num_kv_heads=nkv, num_index_heads=niq,
+        rotary_dim=WRITE_ROTARY, eps=1e-6, scale_mode=mode, q_dtype=torch.bfloat16, index_k_dtype=index_k, **kw)
+
+
 def bench_write(token_counts, log):
     """Both scale setups: CEIL with an MXFP4 index-K (the arithmetic's shortest path) and the production defaults,
     MSE with the fp8 index-K."""
-    nq, nkv, niq, rot = 16, 1, 1, 64
-    width = qkv_width(nq, nkv, niq)
     rows = []
     for mode, index_k in (("ceil", "mxfp4"), ("mse", "fp8")):
-        ik_token = MX_TOKEN if index_k == "mxfp4" else FP8_TOKEN
         for tokens in token_counts:
-            per_call = tokens * (width * 2 + 16 + rot * 4 + nq * 256 + niq * 256 + 2 * MX_TOKEN + ik_token)
-            n = sets_for(per_call, budget=1 * 2**30)
-            pages = -(-tokens // 128) + 1
-            weights = [torch.randn(128, device=DEV) * 0.3 for _ in range(4)]
-            cos_sin = torch.randn(65536, rot, device=DEV)
-            sets = []
-            for s in range(n):
-                qkv = torch.randn(tokens, width, device=DEV).bfloat16()
-                pos = torch.randint(0, 65536, (tokens,), device=DEV)
-                slots = torch.randperm(pages * 128, device=DEV)[:tokens]
-                caches = [torch.zeros(pages, 1, RECORD, dtype=torch.uint8, device=DEV) for _ in range(2)]
-                caches.append(torch.zeros(pages, 1, ik_token * 128, dtype=torch.uint8, device=DEV))
-                sets.append((qkv, pos, slots, caches))
-
-            def call(backend, s):
-                return lambda: backend.fused_qknorm_rope_write(
-                    s[0], s[1], *weights, cos_sin, s[2], *s[3], num_q_heads=nq, num_kv_heads=nkv,
-                    num_index_heads=niq, rotary_dim=rot, eps=1e-6, scale_mode=mode, q_dtype=torch.bfloat16,
-                    index_k_dtype=index_k)
-
-            rec = dict(tokens=tokens, setup=f"{mode} / {index_k} index-K", sets=n, bytes=per_call)
-            rec["ours_ms"] = graph_time_ms([call(tb, s) for s in sets])
-            rec["torch_backend_ms"] = eager_time_ms(call(torch_backend, sets[0]), reps=5)  # host-syncing
+            weights, cos_sin, sets, per_call = write_case(tokens, index_k)
+            rec = dict(tokens=tokens, setup=f"{mode} / {index_k} index-K", sets=len(sets), bytes=per_call)
+            rec["ours_ms"] = graph_time_ms([write_call(tb, weights, cos_sin, s, mode, index_k) for s in sets])
+            rec["torch_backend_ms"] = eager_time_ms(write_call(torch_backend, weights, cos_sin, sets[0], mode,
+                                                               index_k), reps=5)  # host-syncing
             rec["ours_TBs"] = per_call / (rec["ours_ms"] * 1e-3) / 1e12
             rows.append(rec)
             log(f"write T={tokens} {rec['setup']}: ours {rec['ours_ms']:.4g} ms ({rec['ours_TBs']:.3f} TB/s), "
