@@ -192,11 +192,11 @@ class WriteConfig:
 
 
 def write_config(num_tokens: int) -> WriteConfig:
-    """Tuning, from the H200 sweep of 2026-12-03 night (docs/triton.md "The fused write", every config's outputs equal
-    to the previous kernel's): below 64 tokens one token per one-warp program (T = 1 / 8: within 0.2 us of the best);
-    from 64, 8 tokens x 2 q heads on 4 warps (best at T = 512: 3.5 us CEIL, 3.9 us MSE); from 8192, 4 tokens x 2 q
-    heads on 2 warps with 56 registers (9 programs per SM instead of 7-8: T = 8192 MSE / fp8 index-K 37.8 -> 35.5 us,
-    T = 32768 151.0 -> 143.2 us; CEIL unchanged within 1%)."""
+    """Tuning, from the H200 sweep of 2026-12-03 night (docs/triton.md "The fused write: 16 lanes per row", every
+    config's outputs equal to the previous kernel's): below 64 tokens one token per one-warp program (T = 1 / 8: within
+    0.2 us of the best); from 64, 8 tokens x 2 q heads on 4 warps (best at T = 512: 3.5 us CEIL, 3.9 us MSE); from
+    8192, 4 tokens x 2 q heads on 2 warps with 56 registers (36 resident warps per SM instead of 28 at MSE's 72
+    registers: T = 8192 MSE / fp8 index-K 37.8 -> 35.5 us, T = 32768 151.0 -> 143.2 us; CEIL unchanged within 1%)."""
     if num_tokens < 64:
         return WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1)
     if num_tokens < 8192:

@@ -52,16 +52,10 @@ def test_index_topk_bit_exact(rows, max_blocks, heads, init, local, per_program,
     assert torch.equal(ours.cpu(), ref), int((ours.cpu() != ref).sum())
 
 
-@pytest.mark.parametrize("index_k_dtype", ["fp8", "mxfp4"])
-@pytest.mark.parametrize("stages", [2, 3, 4])
-def test_rank_keys_equal_the_triton_scorers(stages, index_k_dtype, monkeypatch):
-    """The keys buffer both scorers hand to the select kernel, captured through select_topk."""
-    hopper = _hopper()
+def _spy_rank_keys(monkeypatch):
+    """The keys buffers handed to the select kernel (select_topk), one per index_topk call, in call order."""
     import importlib
     triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
-    gen = torch.Generator().manual_seed(11 + stages)
-    idx_q, records, block_table, row_request, row_position = (
-        a.to(DEV) for a in index_case(gen, 33, 75, index_k_dtype=index_k_dtype, heads=2))
     seen = []
     real = triton_index.select_topk
 
@@ -70,15 +64,32 @@ def test_rank_keys_equal_the_triton_scorers(stages, index_k_dtype, monkeypatch):
         return real(keys, row_position, out, **kw)
 
     monkeypatch.setattr(triton_index, "select_topk", spy)
+    return seen
+
+
+def _written_keys_equal(a, b, row_position, max_blocks):
+    """Two keys buffers agree on every key a scorer writes (blocks up to each row's own; the rest is never written)."""
+    own = (row_position.long() // 128)[None, :, None]
+    written = torch.arange(max_blocks, device=DEV)[None, None, :] <= own
+    return torch.equal(torch.where(written, a, 0), torch.where(written, b, 0))
+
+
+@pytest.mark.parametrize("index_k_dtype", ["fp8", "mxfp4"])
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_rank_keys_equal_the_triton_scorers(stages, index_k_dtype, monkeypatch):
+    """The keys buffer both scorers hand to the select kernel, captured through select_topk."""
+    hopper = _hopper()
+    gen = torch.Generator().manual_seed(11 + stages)
+    idx_q, records, block_table, row_request, row_position = (
+        a.to(DEV) for a in index_case(gen, 33, 75, index_k_dtype=index_k_dtype, heads=2))
+    seen = _spy_rank_keys(monkeypatch)
     kwargs = dict(topk=16, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype)
     ours = hopper.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs,
                              config=hopper.IndexConfig(stages=stages))
     ref = triton_backend.index_topk(idx_q, records, block_table, row_request, row_position, **kwargs)
     assert torch.equal(ours, ref)
     ours_keys, ref_keys = seen
-    own = (row_position.long() // 128)[None, :, None]
-    written = torch.arange(75, device=DEV)[None, None, :] <= own  # keys past the own block are never written
-    assert torch.equal(torch.where(written, ours_keys, 0), torch.where(written, ref_keys, 0))
+    assert _written_keys_equal(ours_keys, ref_keys, row_position, 75)
 
 
 @pytest.mark.parametrize("index_k_dtype", ["fp8", "mxfp4"])
@@ -103,8 +114,6 @@ def test_mxfp4_one_multiply_gives_the_exact_keys(case, monkeypatch):
     pass's bit for bit with every scale byte and query element inside the window, and after the fallback pass when a
     query element (2**70) or one owned token's scale bytes (30 < WINDOW_LOW) are outside it."""
     hopper = _hopper()
-    import importlib
-    triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
     gen = torch.Generator().manual_seed(21)
     idx_q, records, block_table, row_request, row_position = index_case(gen, 33, 75, index_k_dtype="mxfp4", heads=2)
     if case == "query-outside":
@@ -113,21 +122,13 @@ def test_mxfp4_one_multiply_gives_the_exact_keys(case, monkeypatch):
         page = int(block_table[int(row_request[0]), 0])
         records[page, 0, 8192:8196] = 30  # token 0 of block 0 of row 0's request (init_blocks 0: block 0 is read)
     args = [a.to(DEV) for a in (idx_q, records, block_table, row_request, row_position)]
-    seen = []
-    real = triton_index.select_topk
-
-    def spy(keys, row_position, out, **kw):
-        seen.append(keys.clone())
-        return real(keys, row_position, out, **kw)
-
-    monkeypatch.setattr(triton_index, "select_topk", spy)
+    seen = _spy_rank_keys(monkeypatch)
     kwargs = dict(topk=16, init_blocks=0, local_blocks=1, index_k_dtype="mxfp4")
     fast = hopper.index_topk(*args, **kwargs, config=hopper.IndexConfig(stages=2, fast_decode=True))
     exact = hopper.index_topk(*args, **kwargs, config=hopper.IndexConfig(stages=2))
     assert torch.equal(fast, exact)
-    own = (args[4].long() // 128)[None, :, None]
-    written = torch.arange(75, device=DEV)[None, None, :] <= own
-    assert torch.equal(torch.where(written, seen[0], 0), torch.where(written, seen[1], 0))
+    fast_keys, exact_keys = seen
+    assert _written_keys_equal(fast_keys, exact_keys, args[4], 75)
 
 
 def test_backend_none_resolves_and_other_calls_match_triton():
