@@ -37,11 +37,19 @@ INV_HEAD_DIM = tl.constexpr(1.0 / int(HEAD_DIM))
 
 
 @triton.jit
+def _inv_rms(sq, eps):
+    """1 / sqrt(sum / 128 + eps) from the fp64 sum of squares: ``sq * 2**-7`` is ``sq / 128`` bit for bit (a power of
+    two), without fp64 division's Newton steps; then fp32, correctly rounded."""
+    return tl.div_rn(1.0, tl.sqrt_rn((sq * INV_HEAD_DIM).to(tl.float32) + eps))
+
+
+@triton.jit
 def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGHT: tl.constexpr,
                ROTARY_DIM: tl.constexpr):
     """N head rows (``row_ptr``, position, valid: [N, 1]) -> fp32 [N, 128] in element order: the raw values (v), or
     y = (x * r) * (1 + w) then NeoX RoPE on d < rotary_dim. A row lies in one warp (16 or 32 lanes), so its sum of
-    squares needs no barrier. Rows with ~valid read nothing (never stored).
+    squares needs no barrier. Rows with ~valid read nothing (never stored). Any rotary_dim (``_norm_rope_halves`` is
+    the faster form where rotary_dim is 64 or 128).
 
     RoPE reads each element's partner (``d + h`` below h = rotary_dim / 2, ``d - h`` up to rotary_dim, itself past
     it: unused) with one load whose offsets stay contiguous in runs of 8 (vector loads), and computes
@@ -49,9 +57,7 @@ def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGH
     d = tl.arange(0, HEAD_DIM)[None, :]
     x = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
     if HAS_WEIGHT:
-        sq = tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True)
-        # sq * 2**-7 is sq / 128 bit for bit (a power of two), without fp64 division's Newton steps
-        inv_rms = tl.div_rn(1.0, tl.sqrt_rn((sq * INV_HEAD_DIM).to(tl.float32) + eps))  # [N, 1]
+        inv_rms = _inv_rms(tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True), eps)  # [N, 1]
         HALF: tl.constexpr = ROTARY_DIM // 2
         low = d < HALF
         rotary = d < ROTARY_DIM
@@ -67,6 +73,40 @@ def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGH
         return tl.where(rotary, y * cos + y_partner * sin, y)
     else:
         return x
+
+
+@triton.jit
+def _halves(ROTARY_DIM: tl.constexpr):
+    """Where rotary_dim is 64 or 128 (h = rotary_dim / 2 a multiple of 32), a row is held as two halves (lo, hi)
+    [N, 64]: column ``c`` of lo is element ``rotary_dim * (c // h) + c % h``, hi holds the element h after it, so
+    every RoPE pair (d, d + h) sits in one thread (lo and hi are loaded with the same offsets + 0 / h, hence in the
+    same layout). Returns lo's element offsets [1, 64]."""
+    HALF: tl.constexpr = ROTARY_DIM // 2
+    c = tl.arange(0, HEAD_DIM // 2)
+    return (c // HALF * ROTARY_DIM + c % HALF)[None, :]
+
+
+@triton.jit
+def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, ROTARY_DIM: tl.constexpr):
+    """``_norm_rope`` (with weight) on rows held as halves (``_halves``; row_ptr, position, valid: [N, 1]) ->
+    (lo, hi) fp32 [N, 64], the same values: each element normalised once (no partner recomputed), the cos / sin of
+    a pair loaded once, and a row spread over half the lanes of the [N, 128] form (16 values per lane)."""
+    HALF: tl.constexpr = ROTARY_DIM // 2
+    d = _halves(ROTARY_DIM)
+    x_lo = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
+    x_hi = tl.load(row_ptr + d + HALF, mask=valid, other=0.0).to(tl.float32)
+    sq = x_lo.to(tl.float64) * x_lo.to(tl.float64) + x_hi.to(tl.float64) * x_hi.to(tl.float64)
+    inv_rms = _inv_rms(tl.sum(sq, axis=1, keep_dims=True), eps)  # [N, 1]
+    w_ptr = weight_ptr + tl.zeros(valid.shape, tl.int32)  # [N, 1]: in x's layout
+    y_lo = (x_lo * inv_rms) * (1.0 + tl.load(w_ptr + d).to(tl.float32))
+    y_hi = (x_hi * inv_rms) * (1.0 + tl.load(w_ptr + d + HALF).to(tl.float32))
+    c = tl.arange(0, HEAD_DIM // 2)[None, :]
+    rotary = c < HALF  # lo's first h columns (all of them when rotary_dim is 128), at element c
+    cos_ptr = cos_sin_ptr + position * ROTARY_DIM + c % HALF
+    cos = tl.load(cos_ptr, mask=rotary, other=1.0)
+    sin = tl.load(cos_ptr + HALF, mask=rotary, other=0.0)
+    # o1 = y1*c - y2*s as y1*c + y2*(-s) (bit for bit), o2 = y2*c + y1*s
+    return (tl.where(rotary, y_lo * cos + y_hi * (-sin), y_lo), tl.where(rotary, y_hi * cos + y_lo * sin, y_hi))
 
 
 @triton.jit
@@ -90,9 +130,9 @@ def _store_cache(cache_ptr, page_stride, head, slot, y, SCALE_MODE: tl.constexpr
 
 
 @triton.jit
-def _store_output(out_ptr, token, heads, head, y, valid, HW_BF16: tl.constexpr):
-    """Rows y [N, 128] -> out [T, heads, 128] at (token, head) ([N, 1] each), rounded to out's dtype."""
-    out = out_ptr + (token * heads + head) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+def _store_output(out_ptr, token, heads, head, y, d, valid, HW_BF16: tl.constexpr):
+    """Values y -> out [T, heads, 128] at (token, head, d) (broadcast to y's shape), rounded to out's dtype."""
+    out = out_ptr + (token * heads + head) * HEAD_DIM + d
     tl.store(out, to_output(y, out_ptr.dtype.element_ty, HW_BF16), mask=valid)
 
 
@@ -106,10 +146,20 @@ def _query_rows(qkv_ptr, positions_ptr, weight_ptr, cos_sin_ptr, out_ptr, num_to
     token = first + r // HPP
     head = group * HPP + r % HPP
     valid = (token < num_tokens) & (head < NUM_HEADS)
-    position = tl.load(positions_ptr + token, mask=valid, other=0)[:, None]
-    row_ptr = (qkv_ptr + token * qkv_row_stride + (FIRST_ROW + head).to(tl.int64) * HEAD_DIM)[:, None]
-    y = _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid[:, None], True, ROTARY_DIM)
-    _store_output(out_ptr, token[:, None], NUM_HEADS, head[:, None], y, valid[:, None], HW_BF16)
+    position = tl.load(positions_ptr + token, mask=valid, other=0)
+    row_ptr = qkv_ptr + token * qkv_row_stride + (FIRST_ROW + head).to(tl.int64) * HEAD_DIM
+    if ROTARY_DIM % 64 == 0:  # rows as halves
+        token, head, valid = token[:, None], head[:, None], valid[:, None]
+        lo, hi = _norm_rope_halves(row_ptr[:, None], weight_ptr, cos_sin_ptr, position[:, None], eps, valid,
+                                   ROTARY_DIM)
+        d = _halves(ROTARY_DIM)
+        _store_output(out_ptr, token, NUM_HEADS, head, lo, d, valid, HW_BF16)
+        _store_output(out_ptr, token, NUM_HEADS, head, hi, d + ROTARY_DIM // 2, valid, HW_BF16)
+    else:
+        y = _norm_rope(row_ptr[:, None], weight_ptr, cos_sin_ptr, position[:, None], eps, valid[:, None], True,
+                       ROTARY_DIM)
+        _store_output(out_ptr, token[:, None], NUM_HEADS, head[:, None], y, tl.arange(0, HEAD_DIM)[None, :],
+                      valid[:, None], HW_BF16)
 
 
 @triton.jit

@@ -169,13 +169,17 @@ def test_index_and_tables_cuda_graph_replay_equals_eager(index_k_dtype):
         assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("mode,index_k_dtype", [("ceil", "mxfp4"), ("floor", "mxfp4"), ("mse", "mxfp4"),
-                                                ("mse", "fp8")])
-def test_fused_write_large_bit_exact(mode, index_k_dtype):
+@pytest.mark.parametrize("mode,index_k_dtype,rot", [("ceil", "mxfp4", 64), ("floor", "mxfp4", 64), ("mse", "mxfp4", 64),
+                                                    ("mse", "fp8", 64), ("mse", "fp8", 128), ("ceil", "mxfp4", 96)])
+def test_fused_write_large_bit_exact(mode, index_k_dtype, rot):
+    """1000 tokens under each of write_config's three launch shapes (small, medium, large) against the torch
+    backend: rotary_dim 64 / 128 take the halves form of q and idx_q rows (``_norm_rope_halves``), 96 the general
+    one."""
+    from atom_mxfp4.kernels.triton.qknorm_rope_write import write_config
     from atom_mxfp4.index_k import IndexKDtype
     triton_backend, torch_backend = _backends()
-    gen = torch.Generator().manual_seed(len(mode))
-    tokens, nq, nkv, niq, rot, pages = 1000, 16, 1, 1, 64, 9
+    gen = torch.Generator().manual_seed(len(mode) + rot)
+    tokens, nq, nkv, niq, pages = 1000, 16, 1, 1, 9
     width = qkv_width(nq, nkv, niq)
     qkv = (torch.randn(tokens, width, generator=gen) * 3).bfloat16()
     positions = torch.randint(0, 4096, (tokens,), generator=gen)
@@ -185,7 +189,7 @@ def test_fused_write_large_bit_exact(mode, index_k_dtype):
     slots = torch.randperm(pages * 128, generator=gen)[:tokens]
     slots[::7] = -1
 
-    def run(backend, device):
+    def run(backend, device, **config):
         k = torch.zeros(pages, nkv, RECORD, dtype=torch.uint8, device=device)
         v = torch.zeros_like(k)
         ik = torch.full((pages, 1, IndexKDtype.parse(index_k_dtype).record_bytes), 0xA5, dtype=torch.uint8,
@@ -193,9 +197,11 @@ def test_fused_write_large_bit_exact(mode, index_k_dtype):
         q, iq = backend.fused_qknorm_rope_write(
             qkv.to(device), positions.to(device), *(w.to(device) for w in weights), cos_sin.to(device),
             slots.to(device), k, v, ik, num_q_heads=nq, num_kv_heads=nkv, num_index_heads=niq, rotary_dim=rot,
-            eps=1e-6, scale_mode=mode, q_dtype=torch.bfloat16, index_k_dtype=index_k_dtype)
+            eps=1e-6, scale_mode=mode, q_dtype=torch.bfloat16, index_k_dtype=index_k_dtype, **config)
         return [x.cpu() for x in (q, iq, k, v, ik)]
 
-    ours, ref = run(triton_backend, DEV), run(torch_backend, "cpu")
-    for name, a, b in zip(("q", "idx_q", "k", "v", "index_k"), ours, ref):
-        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), name
+    ref = run(torch_backend, "cpu")
+    for shape in (1, 512, 8192):
+        ours = run(triton_backend, DEV, config=write_config(shape))
+        for name, a, b in zip(("q", "idx_q", "k", "v", "index_k"), ours, ref):
+            assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), (name, write_config(shape))
