@@ -138,9 +138,6 @@ def test_index_scorer_compiles_without_spills_in_budget(index_report):
             # the conversion: one F2FP e4m3x2 -> f16x2 and one bf16x2 pack per pair (64 + 64), two f16 -> f32
             # (HADD2.F32) per pair; the 4 block scales as 32 FFMA
             assert ops.get("F2FP") == 128 and ops.get("HADD2") == 128 and ops.get("FFMA") == 32, (name, ops)
-        elif "one-multiply" in name:  # pa_decode's one-multiply K decode: 1 HMUL2 per pair; measured 462 (exact: 512)
-            assert ops.get("HMUL2") == 64 and ops.get("PRMT") == 32 and "FFMA" not in ops, (name, ops)
-            assert r["loop_instructions"] <= 480, (name, r["loop_instructions"])
         else:  # pa_decode's exact K decode: 2 HMUL2 per bf16x2 pair (x 2**126, x the scale), 0.25 PRMT per element
             assert ops.get("HMUL2") == 128 and ops.get("PRMT") == 32 and "FFMA" not in ops, (name, ops)
             assert r["loop_instructions"] <= 540, (name, r["loop_instructions"])

@@ -92,20 +92,19 @@ INDEX_PAGE_BYTES = 16896  # one fp8 index-K page record: what one trip of the sc
 
 
 def index_report() -> dict:
-    """The index scorer (fp8 and MXFP4 index-K) at 2 / 3 / 4 ring stages, and MXFP4's one-multiply decode at 2 stages:
-    registers, spills, shared memory, its page loop (the first hot loop; per byte of the dtype's record: 16896 / 8704
-    B per page)."""
+    """The index scorer (fp8 and MXFP4 index-K) at 2 / 3 / 4 ring stages: registers, spills, shared memory, its page
+    loop (per byte of the dtype's record: 16896 / 8704 B per page)."""
     from atom_mxfp4.kernels.hopper.index_topk import IndexConfig
     from atom_mxfp4.kernels.hopper.index_topk import compile_for_sm90 as compile_index
     out = {}
-    for dtype, stages, fast in [(d, s, False) for d in ("fp8", "mxfp4") for s in (2, 3, 4)] + [("mxfp4", 2, True)]:
-        kernel = compile_index(IndexConfig(stages=stages, fast_decode=fast), dtype)
+    for dtype, stages in [(d, s) for d in ("fp8", "mxfp4") for s in (2, 3, 4)]:
+        kernel = compile_index(IndexConfig(stages=stages), dtype)
         found = resources(kernel.asm["cubin"])
         sass = found.pop("sass")
         body = hot_loop(sass)
         all_ops = opcodes(text for _, text in instructions(sass))
         page_bytes = INDEX_PAGE_BYTES if dtype == "fp8" else L.RECORD_BYTES
-        out[f"{dtype}, {stages} stages" + (", one-multiply decode" if fast else "")] = {
+        out[f"{dtype}, {stages} stages"] = {
             **found, "dtype": dtype, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
             "per_byte": len(body) * L.THREADS / page_bytes, "loop_ops": dict(opcodes(body)),
             "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0)}

@@ -215,9 +215,6 @@ def bench_indexer(peer, contexts, batches, log, config=None, with_peer=True, hop
                     for stages in hopper_stages:
                         rec[f"hopper_{name}_s{stages}_ms"] = graph_time_ms(
                             [hopper_call(o, dtype, hopper.IndexConfig(stages=stages)) for o in ours[dtype]])
-                # the MXFP4 one-multiply decode (off by default until measured): its own column
-                rec["hopper_mx_fast_ms"] = graph_time_ms(
-                    [hopper_call(o, "mxfp4", hopper.IndexConfig(fast_decode=True)) for o in ours["mxfp4"]])
             for dt in ("bf16", "fp8") if with_peer else ():
                 rec[f"peer_{dt}_ms"] = graph_time_ms([peer_call(p) for p in peers[dt]])
             rec["ours_TBs"] = batch * ctx * MX_TOKEN / (rec["ours_ms"] * 1e-3) / 1e12
@@ -509,9 +506,6 @@ def report(results, out: Path):
                          ("Hopper mxfp4 vs SGLang bf16", ratio("peer_bf16_ms", "hopper_mx_ms")),
                          ("Hopper mxfp4 vs SGLang fp8", ratio("peer_fp8_ms", "hopper_mx_ms"))]
                         if all("hopper_mx_ms" in r for r in results["indexer"]) else [])
-                     + ([("Hopper mxfp4 one-multiply us", us("hopper_mx_fast_ms")),
-                         ("one-multiply vs exact", ratio("hopper_mx_ms", "hopper_mx_fast_ms"))]
-                        if all("hopper_mx_fast_ms" in r for r in results["indexer"]) else [])
                      + [(f"Hopper {k.split('_')[1]}, {k.split('_')[2][1:]} stages us", us(k))
                         for k in sorted({k for r in results["indexer"] for k in r
                                          if k.startswith(("hopper_fp8_s", "hopper_mx_s"))})

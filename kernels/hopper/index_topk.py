@@ -42,7 +42,7 @@ from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 
 from . import layout as L
-from ._decode import BYTE_TOPS, unpack_bf16x2, window_misses, window_query
+from ._decode import unpack_bf16x2
 from .pa_decode import _k_operand
 
 # the Triton scorer's module (the package's ``index_topk`` attribute is the function)
@@ -66,7 +66,6 @@ BLOCK_SPLIT_ORDER = gl.constexpr(L.IDX_BLOCK_SPLIT_ORDER)
 A_ORDER = gl.constexpr(L.IDX_A_ORDER)
 INIT_KEY = gl.constexpr(_INIT_KEY)
 LOCAL_KEY = gl.constexpr(_LOCAL_KEY)
-WINDOW_QUERY_MAX = gl.constexpr(L.WINDOW_QUERY_MAX)
 MAX_TRIPS = gl.constexpr(64)  # blocks per program at most (blocks_per_program_for caps at 64): the maxima buffer
 
 MMA = gl.constexpr(gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.MMA_WARPS, instr_shape=L.MMA_INSTR_SHAPE))
@@ -129,14 +128,12 @@ def _block_score(q, a, scale_words, beta: gl.constexpr, total):
 
 
 @gluon.jit
-def _page_maxima(q0, q1, q2, q3, codes, scales, slot, first_token, position, INDEX_FP8: gl.constexpr,
-                 FAST: gl.constexpr):
+def _page_maxima(q0, q1, q2, q3, codes, scales, slot, first_token, position, INDEX_FP8: gl.constexpr):
     """[4 warps, 8 heads] max over each warp's 32 tokens of ring slot ``slot`` (tokens > position and NaN: -inf)."""
     if INDEX_FP8:
         total = _fp8_scores(q0, q1, q2, q3, codes, scales, slot)
-    else:  # MXFP4: pa_decode's K decode (scale folded, bf16; FAST: its one-multiply form, values x 2**-WINDOW_SHIFT
-        # against a query x 2**WINDOW_SHIFT: the same products), permuted to the A operand; one MMA chain
-        kt = _k_operand(codes, scales, slot, FAST)  # [4, 128 (channel qk_dim(k)), 32 tokens], pa_decode's B operand
+    else:  # MXFP4: pa_decode's exact K decode (scale folded, bf16), permuted to the A operand; one MMA chain
+        kt = _k_operand(codes, scales, slot, False)  # [4, 128 (channel qk_dim(k)), 32 tokens], pa_decode's B operand
         a = gl.convert_layout(gl.permute(kt, [0, 2, 1]), A_OPERAND, assert_trivial=True)
         total = mma_v2(a, q0, gl.zeros([WARPS, TOKENS_PER_WARP, HEADS], gl.float32, MMA))
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, ROWS))
@@ -201,12 +198,20 @@ def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_bloc
 
 
 @gluon.jit
-def _stream_maxima(idx_q_ptr, index_k_ptr, table_row, row, num_heads, first, end, position, own, init_blocks,
-                   local_blocks, codes, scales, maxima, STAGES: gl.constexpr, INDEX_FP8: gl.constexpr,
-                   FAST: gl.constexpr):
-    """Blocks [first, end) through the ring -> their per-warp page maxima in ``maxima``, and whether the pass was
-    exact: always with FAST False; with FAST (MXFP4 only: the one-multiply decode) only if every scale byte streamed
-    and every query element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
+def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
+                  num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
+                  STAGES: gl.constexpr, INDEX_FP8: gl.constexpr):
+    gl.static_assert(STAGES >= 2)
+    codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, FP8_CODE_WORDS if INDEX_FP8 else MX_CODE_WORDS],
+                                      RING_CODES)
+    scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
+    maxima = gl.allocate_shared_memory(gl.float32, [MAX_TRIPS, WARPS, HEADS], MAXIMA_SMEM)
+    row = gl.program_id(0)
+    first = gl.program_id(1) * blocks_per_program
+    position = gl.load(row_position_ptr + row)
+    table_row = block_table_ptr + gl.load(row_request_ptr + row).to(gl.int64) * table_stride
+    own = position // PAGE
+    end = gl.minimum(first + blocks_per_program, gl.minimum(own + 1, max_blocks))  # blocks [first, end)
     trips = end - first
     if INDEX_FP8:
         q0 = _query_operand(idx_q_ptr, row, num_heads, 32, IDX_KK_BITS, 0)
@@ -215,14 +220,6 @@ def _stream_maxima(idx_q_ptr, index_k_ptr, table_row, row, num_heads, first, end
         q3 = _query_operand(idx_q_ptr, row, num_heads, 32, IDX_KK_BITS, 96)
     else:
         q0 = _query_operand(idx_q_ptr, row, num_heads, 128, QK_DIM_BITS, 0)
-    misses = gl.zeros([PAGE], gl.int32, COPY_SCALES)  # the window check: bit 7 of a byte = a scale byte outside
-    if FAST:  # a query element outside the window counts as a miss
-        magnitude = gl.abs(q0.to(gl.float32))
-        q_outside = gl.max(gl.max(gl.max(((magnitude >= WINDOW_QUERY_MAX) & (magnitude < float("inf"))).to(gl.int32),
-                                         axis=2), axis=1), axis=0)
-        misses = misses + gl.where(q_outside > 0, BYTE_TOPS, 0)
-        q0 = window_query(q0)
-    if not INDEX_FP8:
         q1 = q0
         q2 = q0
         q3 = q0
@@ -240,42 +237,9 @@ def _stream_maxima(idx_q_ptr, index_k_ptr, table_row, row, num_heads, first, end
                codes, scales, INDEX_FP8)
         async_copy.commit_group()
         next_page = _page_of(table_row, block + 1, end, init_blocks, own, local_blocks)
-        if FAST:  # each thread checks the scale word of one token of the page (zero-filled tokens: byte 0, inside)
-            misses = misses | window_misses(scales.index(i % STAGES).load(COPY_SCALES))
-        page_max = _page_maxima(q0, q1, q2, q3, codes, scales, i % STAGES, (first + i) * PAGE, position, INDEX_FP8,
-                                FAST)
+        page_max = _page_maxima(q0, q1, q2, q3, codes, scales, i % STAGES, (first + i) * PAGE, position, INDEX_FP8)
         maxima.index(i).store(page_max)
     async_copy.wait_group(0)
-    exact = True
-    if FAST:
-        exact = gl.max(((misses & BYTE_TOPS) != 0).to(gl.int32), axis=0) == 0
-    return exact
-
-
-@gluon.jit
-def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
-                  num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
-                  STAGES: gl.constexpr, INDEX_FP8: gl.constexpr, FAST_DECODE: gl.constexpr):
-    gl.static_assert(STAGES >= 2)
-    gl.static_assert(not (FAST_DECODE and INDEX_FP8), "the one-multiply decode is MXFP4's")
-    codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, FP8_CODE_WORDS if INDEX_FP8 else MX_CODE_WORDS],
-                                      RING_CODES)
-    scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
-    maxima = gl.allocate_shared_memory(gl.float32, [MAX_TRIPS, WARPS, HEADS], MAXIMA_SMEM)
-    row = gl.program_id(0)
-    first = gl.program_id(1) * blocks_per_program
-    position = gl.load(row_position_ptr + row)
-    table_row = block_table_ptr + gl.load(row_request_ptr + row).to(gl.int64) * table_stride
-    own = position // PAGE
-    end = gl.minimum(first + blocks_per_program, gl.minimum(own + 1, max_blocks))  # blocks [first, end)
-    trips = end - first
-    exact = _stream_maxima(idx_q_ptr, index_k_ptr, table_row, row, num_heads, first, end, position, own, init_blocks,
-                           local_blocks, codes, scales, maxima, STAGES, INDEX_FP8, FAST_DECODE)
-    if FAST_DECODE:
-        if not exact:  # a scale byte or a query element outside the window: the same blocks with the exact decode
-            _cta_barrier()  # every warp is done with the ring and the maxima
-            _stream_maxima(idx_q_ptr, index_k_ptr, table_row, row, num_heads, first, end, position, own, init_blocks,
-                           local_blocks, codes, scales, maxima, STAGES, INDEX_FP8, False)
     _cta_barrier()
     # the rank keys of blocks [first, end): the Triton kernel's (monotone int of the score, -0 as +0; forced blocks
     # INIT_KEY / LOCAL_KEY, init first)
@@ -296,10 +260,6 @@ def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_
 class IndexConfig:
     stages: int | None = None  # ring stages (pages in flight + 1); None: ``stages_for`` (the H200 measurement)
     blocks_per_program: int | None = None  # None: the Triton scorer's heuristic (about 8 programs per SM)
-    # MXFP4 index-K: pa_decode's one-multiply decode with the exact pass as fallback (layout.WINDOW_*). Off by default:
-    # written 2026-12-03 night, compiled for sm_90 on the CPU, not yet run on a GPU (tests/gpu/test_hopper_index_gpu.py
-    # test_mxfp4_one_multiply_gives_the_exact_keys is the check to run before turning it on).
-    fast_decode: bool = False
 
 
 DEFAULT_CONFIG = IndexConfig()
@@ -349,8 +309,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
         STAGES=stages_for(rows, max_blocks, index_dtype) if cfg.stages is None else cfg.stages,
-        INDEX_FP8=index_dtype is IndexKDtype.FP8,
-        FAST_DECODE=cfg.fast_decode and index_dtype is IndexKDtype.MXFP4, num_warps=NUM_WARPS,
+        INDEX_FP8=index_dtype is IndexKDtype.FP8, num_warps=NUM_WARPS,
     )
     return triton_index.select_topk(keys, row_position, out, topk=topk)
 
@@ -360,7 +319,6 @@ SIGNATURE = {
     "row_position_ptr": "*i32", "keys_ptr": "*i32",
     "num_rows": "i32", "num_heads": "i32", "table_stride": "i32", "max_blocks": "i32", "blocks_per_program": "i32",
     "init_blocks": "i32", "local_blocks": "i32", "STAGES": "constexpr", "INDEX_FP8": "constexpr",
-    "FAST_DECODE": "constexpr",
 }
 
 
@@ -371,7 +329,6 @@ def compile_for_sm90(config: IndexConfig = IndexConfig(stages=3), index_k_dtype:
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     stages = 3 if config.stages is None else config.stages
-    fp8 = IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8
-    constants = {"STAGES": stages, "INDEX_FP8": fp8, "FAST_DECODE": config.fast_decode and not fp8}
+    constants = {"STAGES": stages, "INDEX_FP8": IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8}
     return triton.compile(GluonASTSource(_score_kernel, SIGNATURE, constants, attrs),
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
