@@ -6,6 +6,8 @@ The fused projection ``qkv[t] = [q (nq rows) | k (nkv) | v (nkv) | idx_q (niq) |
 ``[TPP, 128]``; the row kind is the same for the whole program. A row is spread over 16 lanes (8 values each) once a
 program holds two rows per warp, so the per-row work (fp64 reduction, sqrt, division) is shared by 8 values per lane,
 not 4; rows are viewed as ``[N, 4, 16]`` (even, odd) pairs to quantize; tokens past T and heads past nq are masked.
+q / idx_q rows are held as RoPE halves where rotary_dim is 64 or 128 (``_norm_rope_halves``: each pair in one
+thread, nothing recomputed), k / idx_k rows in element order (the quantizer's 32-blocks).
 Arithmetic is the exact one of docs/api.md, so cache bytes equal the torch backend's bit for bit:
 fp64 sum of squares, ``tl.sqrt_rn`` / ``tl.div_rn``, fp32 products rounded one by one (the launch passes
 ``enable_fp_fusion=False``: no FMA), K / idx_K quantized from fp32, V from ``v.float()``.
@@ -90,7 +92,8 @@ def _halves(ROTARY_DIM: tl.constexpr):
 def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, ROTARY_DIM: tl.constexpr):
     """``_norm_rope`` (with weight) on rows held as halves (``_halves``; row_ptr, position, valid: [N, 1]) ->
     (lo, hi) fp32 [N, 64], the same values: each element normalised once (no partner recomputed), the cos / sin of
-    a pair loaded once, and a row spread over half the lanes of the [N, 128] form (16 values per lane)."""
+    a pair loaded once, and a row spread over half the lanes of the [N, 128] form (8 lanes of 16 values on write_config's
+    medium and large shapes)."""
     HALF: tl.constexpr = ROTARY_DIM // 2
     d = _halves(ROTARY_DIM)
     x_lo = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
