@@ -112,6 +112,24 @@ def test_multi_token_programs_bit_exact(tokens, index_k_dtype, q_dtype):
         assert _same_bits(a, b), f"{name} differs from the torch backend"
 
 
+@pytest.mark.parametrize("rotary_dim", [64, 128, 32])
+@pytest.mark.parametrize("config", [WriteConfig(early_loads=True),
+                                    WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1,
+                                                early_loads=True)], ids=["medium", "small"])
+def test_early_loads_bit_exact(config, rotary_dim):
+    """WriteConfig(early_loads=True) (the weights, cos / sin and RoPE partners loaded before the norm; unmasked cos /
+    sin in the halves form): the same bytes as the torch backend, halves (rotary_dim 64 / 128) and general (32)."""
+    tokens, nq, nkv, niq, pages = 9, 5, 2, 3, 2
+    gen = _gen(31 + rotary_dim)
+    inputs = _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages)
+    poison = torch.randint(0, 256, (pages, 2, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
+    args = (nq, nkv, niq, rotary_dim, pages, ScaleMode.MSE, torch.bfloat16)
+    ours = _run_write(triton_backend, inputs, *args, poison, config=config)
+    ref = _run_write(torch_backend, inputs, *args, poison)
+    for name, a, b in zip(("q", "idx_q", "k_cache", "v_cache", "index_k_cache"), ours, ref):
+        assert _same_bits(a, b), f"{name} differs from the torch backend ({config}, rotary_dim {rotary_dim})"
+
+
 def test_write_config_shapes():
     """Large batches: several tokens and q heads per program, 16 lanes per row (>= 2 rows per warp); small ones one
     token per program of one warp. Every shape is powers of 2 (tl.arange)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import importlib
 import os
@@ -160,7 +161,8 @@ def write_counts(config, index_fp8: bool = False) -> dict:
         for name in inspect.signature(write._qknorm_rope_write_kernel.fn).parameters}
     constants = dict(WRITE_CONSTANTS, INDEX_FP8=index_fp8, TOKENS_PER_PROGRAM=config.tokens_per_program,
                      HEADS_PER_PROGRAM=config.heads_per_program,
-                     INDEX_HEADS_PER_PROGRAM=config.index_heads_per_program(WRITE_CONSTANTS["NUM_IQ"]), HW_BF16=True)
+                     INDEX_HEADS_PER_PROGRAM=config.index_heads_per_program(WRITE_CONSTANTS["NUM_IQ"]), HW_BF16=True,
+                     EARLY_LOADS=config.early_loads)
     attrs = {(i,): [["tt.divisibility", 16]] for i, (name, kind) in enumerate(signature.items())
              if kind[0] == "*" or name.endswith("stride")}
     kernel = triton.compile(ASTSource(write._qknorm_rope_write_kernel, signature, constants, attrs),
@@ -175,28 +177,41 @@ WRITE_KINDS = ("q", "k", "v", "idx_k", "idx_q")  # the kernel's branches in code
 
 
 def branch_counts(kernel, config) -> dict:
-    """SASS instructions per 128-value head row of each row kind: the code between the kernel's unconditional EXITs
-    (one per branch, in WRITE_KINDS order; q's span holds the prologue too) divided by the rows one warp runs in that
-    branch (rows per program / warps). A static count: every instruction of a branch once."""
+    """Per row kind (the code between the kernel's unconditional EXITs: one per branch, in WRITE_KINDS order; q's span
+    holds the prologue too): SASS instructions per 128-value head row (the span divided by the rows one warp runs in
+    that branch, rows per program / warps), and the global loads issued after the norm's first ``MUFU.RSQ`` (the
+    loads that wait for the row's sum of squares: ``WriteConfig.early_loads`` issues them before it). Static counts:
+    every instruction of a branch once."""
     sass = [text for _, text in instructions(cubin_sass(kernel.asm["cubin"]))]
-    spans, count = [], 0
+    spans, current = [], []
     for text in sass:
-        count += 1
+        current.append(text)
         if re.search(r"\bEXIT\b", text) and not text.lstrip().startswith("@"):
-            spans.append(count)
-            count = 0
+            spans.append(current)
+            current = []
     tpp, warps = config.tokens_per_program, config.num_warps
     rows = {"q": tpp * config.heads_per_program, "k": tpp, "v": tpp, "idx_k": tpp,
             "idx_q": tpp * config.index_heads_per_program(WRITE_CONSTANTS["NUM_IQ"])}
-    assert len(spans) == len(WRITE_KINDS), spans
-    return {"per_row": {kind: round(span / max(rows[kind] / warps, 1), 1) for kind, span in zip(WRITE_KINDS, spans)}}
+    assert len(spans) == len(WRITE_KINDS), [len(span) for span in spans]
+
+    def loads_after_norm(span):
+        first = next((i for i, text in enumerate(span) if "MUFU.RSQ" in text), len(span))
+        return sum(1 for text in span[first:] if re.search(r"\bLDG\b", text))
+
+    kinds = list(zip(WRITE_KINDS, spans))
+    return {"per_row": {kind: round(len(span) / max(rows[kind] / warps, 1), 1) for kind, span in kinds},
+            "loads_after_norm": {kind: loads_after_norm(span) for kind, span in kinds}}
 
 
 def write_variants() -> dict:
     write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
     small, medium, large = write.write_config(1), write.write_config(512), write.write_config(8192)
+    early = dataclasses.replace
     return {"small (write_config(1))": write_counts(small), "medium (write_config(512))": write_counts(medium),
-            "large (write_config(8192))": write_counts(large), "large, fp8 index-K": write_counts(large, index_fp8=True)}
+            "large (write_config(8192))": write_counts(large),
+            "large, fp8 index-K": write_counts(large, index_fp8=True),
+            "medium, early loads": write_counts(early(medium, early_loads=True)),
+            "large shape at 64 registers, early loads": write_counts(early(large, maxnreg=64, early_loads=True))}
 
 
 def loops(sass: str) -> list[list[str]]:

@@ -4,8 +4,8 @@ its outputs (q, idx_q and the three caches) equal the default shape's bit for bi
     python3 evals/bench/sweep_write.py                      # T = 64, 512, 8192, 32768; both setups; the grid below
     python3 evals/bench/sweep_write.py --tokens 8192 --configs "8,2,4;4,2,2;4,2,2,56" --json out.json
 
-A shape is ``tokens_per_program,heads_per_program,num_warps[,maxnreg]``. Setups: CEIL with the MXFP4 index-K and the
-production defaults (MSE, fp8 index-K). Inputs, bytes and timing are run_bench's write table's (``write_case``,
+A shape is ``tokens_per_program,heads_per_program,num_warps[,maxnreg][,e]`` (``e``: ``early_loads``). Setups: CEIL
+with the MXFP4 index-K and the production defaults (MSE, fp8 index-K). Inputs, bytes and timing are run_bench's write table's (``write_case``,
 ``write_call``, ``graph_time_ms`` over rotating input sets).
 """
 
@@ -25,16 +25,18 @@ from run_bench import write_call, write_case  # noqa: E402
 
 write = importlib.import_module("atom_mxfp4.kernels.triton.qknorm_rope_write")
 
-GRID = "1,2,1;2,4,2;8,2,4;4,2,2;2,2,1;8,2,4,56;4,2,2,56;16,2,4;8,4,4"
+GRID = "1,2,1;2,4,2;8,2,4;4,2,2;2,2,1;8,2,4,56;4,2,2,56;16,2,4;8,4,4;8,2,4,e;4,2,2,64,e;8,2,4,64,e;1,2,1,e"
 
 
 def parse_configs(text: str) -> list:
     configs = []
     for item in filter(None, text.split(";")):
-        numbers = [int(x) for x in item.split(",")]
-        if len(numbers) not in (3, 4):
-            raise SystemExit(f"--configs: '{item}' is not tokens,heads,warps[,maxnreg]")
-        configs.append(write.WriteConfig(*numbers))
+        fields = item.split(",")
+        early = fields[-1] == "e"
+        numbers = fields[:-1] if early else fields
+        if len(numbers) not in (3, 4) or not all(x.strip().isdigit() for x in numbers):
+            raise SystemExit(f"--configs: '{item}' is not tokens,heads,warps[,maxnreg][,e]")
+        configs.append(write.WriteConfig(*(int(x) for x in numbers), early_loads=early))
     return configs
 
 
@@ -66,7 +68,8 @@ def main() -> None:
                 same = all(torch.equal(a, b) for a, b in zip(outputs(cfg), reference))
                 us = graph_time_ms([call(s, cfg) for s in sets]) * 1e3
                 rec = dict(tokens=tokens, setup=f"{mode} / {index_k}", config=[cfg.tokens_per_program,
-                           cfg.heads_per_program, cfg.num_warps, cfg.maxnreg], us=round(us, 2),
+                           cfg.heads_per_program, cfg.num_warps, cfg.maxnreg], early_loads=cfg.early_loads,
+                           us=round(us, 2),
                            TBs=round(per_call / us / 1e6, 3), same_as_default=same)
                 records.append(rec)
                 print(json.dumps(rec), flush=True)

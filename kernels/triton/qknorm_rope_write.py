@@ -47,11 +47,11 @@ def _inv_rms(sq, eps):
 
 @triton.jit
 def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGHT: tl.constexpr,
-               ROTARY_DIM: tl.constexpr):
+               ROTARY_DIM: tl.constexpr, EARLY_LOADS: tl.constexpr = False):
     """N head rows (``row_ptr``, position, valid: [N, 1]) -> fp32 [N, 128] in element order: the raw values (v), or
     y = (x * r) * (1 + w) then NeoX RoPE on d < rotary_dim. A row lies in one warp (16 or 32 lanes), so its sum of
     squares needs no barrier. Rows with ~valid read nothing (never stored). Any rotary_dim (``_norm_rope_halves`` is
-    the faster form where rotary_dim is 64 or 128).
+    the faster form where rotary_dim is 64 or 128). EARLY_LOADS: every load is issued before the norm (``WriteConfig``).
 
     RoPE reads each element's partner (``d + h`` below h = rotary_dim / 2, ``d - h`` up to rotary_dim, itself past
     it: unused) with one load whose offsets stay contiguous in runs of 8 (vector loads), and computes
@@ -59,22 +59,34 @@ def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGH
     d = tl.arange(0, HEAD_DIM)[None, :]
     x = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
     if HAS_WEIGHT:
-        inv_rms = _inv_rms(tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True), eps)  # [N, 1]
         HALF: tl.constexpr = ROTARY_DIM // 2
         low = d < HALF
         rotary = d < ROTARY_DIM
         partner = tl.where(low, d + HALF, tl.where(rotary, d - HALF, d))
-        w_ptr = weight_ptr + tl.zeros([x.shape[0], 1], tl.int32)  # [N, 1]: in x's layout
-        y = (x * inv_rms) * (1.0 + tl.load(w_ptr + d).to(tl.float32))
-        x_partner = tl.load(row_ptr + partner, mask=valid, other=0.0).to(tl.float32)
-        y_partner = (x_partner * inv_rms) * (1.0 + tl.load(w_ptr + partner).to(tl.float32))
-        cos_ptr = cos_sin_ptr + position * ROTARY_DIM + d % HALF
-        cos = tl.load(cos_ptr, mask=rotary, other=1.0)
-        sin = tl.load(cos_ptr + HALF, mask=rotary, other=0.0)
+        if EARLY_LOADS:
+            w, x_partner, w_partner, cos, sin = _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position,
+                                                                       valid, d, partner, ROTARY_DIM)
+        inv_rms = _inv_rms(tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True), eps)  # [N, 1]
+        if not EARLY_LOADS:
+            w, x_partner, w_partner, cos, sin = _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position,
+                                                                       valid, d, partner, ROTARY_DIM)
+        y = (x * inv_rms) * (1.0 + w.to(tl.float32))
+        y_partner = (x_partner.to(tl.float32) * inv_rms) * (1.0 + w_partner.to(tl.float32))
         sin = tl.where(low, -sin, sin)  # o1 = y1*c - y2*s (d < h), o2 = y2*c + y1*s (h <= d < rotary_dim)
         return tl.where(rotary, y * cos + y_partner * sin, y)
     else:
         return x
+
+
+@triton.jit
+def _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position, valid, d, partner, ROTARY_DIM: tl.constexpr):
+    """``_norm_rope``'s loads besides x: (w, x_partner, w_partner, cos, sin), [N, 128] each, in x's layout."""
+    HALF: tl.constexpr = ROTARY_DIM // 2
+    rotary = d < ROTARY_DIM
+    w_ptr = weight_ptr + tl.zeros(valid.shape, tl.int32)  # [N, 1]: in x's layout
+    cos_ptr = cos_sin_ptr + position * ROTARY_DIM + d % HALF
+    return (tl.load(w_ptr + d), tl.load(row_ptr + partner, mask=valid, other=0.0), tl.load(w_ptr + partner),
+            tl.load(cos_ptr, mask=rotary, other=1.0), tl.load(cos_ptr + HALF, mask=rotary, other=0.0))
 
 
 @triton.jit
@@ -89,27 +101,44 @@ def _halves(ROTARY_DIM: tl.constexpr):
 
 
 @triton.jit
-def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, ROTARY_DIM: tl.constexpr):
+def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, ROTARY_DIM: tl.constexpr,
+                      EARLY_LOADS: tl.constexpr):
     """``_norm_rope`` (with weight) on rows held as halves (``_halves``; row_ptr, position, valid: [N, 1]) ->
     (lo, hi) fp32 [N, 64], the same values: each element normalised once (no partner recomputed), the cos / sin of
-    a pair loaded once, and a row spread over half the lanes of the [N, 128] form (8 lanes of 16 values on write_config's
-    medium and large shapes)."""
+    a pair loaded once, and a row spread over half the lanes of the [N, 128] form (8 lanes of 16 values on
+    write_config's medium and large shapes). EARLY_LOADS: the weights and cos / sin are loaded before the norm
+    (``WriteConfig``)."""
     HALF: tl.constexpr = ROTARY_DIM // 2
     d = _halves(ROTARY_DIM)
     x_lo = tl.load(row_ptr + d, mask=valid, other=0.0).to(tl.float32)
     x_hi = tl.load(row_ptr + d + HALF, mask=valid, other=0.0).to(tl.float32)
-    sq = x_lo.to(tl.float64) * x_lo.to(tl.float64) + x_hi.to(tl.float64) * x_hi.to(tl.float64)
-    inv_rms = _inv_rms(tl.sum(sq, axis=1, keep_dims=True), eps)  # [N, 1]
-    w_ptr = weight_ptr + tl.zeros(valid.shape, tl.int32)  # [N, 1]: in x's layout
-    y_lo = (x_lo * inv_rms) * (1.0 + tl.load(w_ptr + d).to(tl.float32))
-    y_hi = (x_hi * inv_rms) * (1.0 + tl.load(w_ptr + d + HALF).to(tl.float32))
     c = tl.arange(0, HEAD_DIM // 2)[None, :]
     rotary = c < HALF  # lo's first h columns (all of them when rotary_dim is 128), at element c
-    cos_ptr = cos_sin_ptr + position * ROTARY_DIM + c % HALF
-    cos = tl.load(cos_ptr, mask=rotary, other=1.0)
-    sin = tl.load(cos_ptr + HALF, mask=rotary, other=0.0)
+    if EARLY_LOADS:
+        w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, ROTARY_DIM, True)
+    sq = x_lo.to(tl.float64) * x_lo.to(tl.float64) + x_hi.to(tl.float64) * x_hi.to(tl.float64)
+    inv_rms = _inv_rms(tl.sum(sq, axis=1, keep_dims=True), eps)  # [N, 1]
+    if not EARLY_LOADS:
+        w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, ROTARY_DIM, False)
+    y_lo = (x_lo * inv_rms) * (1.0 + w_lo.to(tl.float32))
+    y_hi = (x_hi * inv_rms) * (1.0 + w_hi.to(tl.float32))
     # o1 = y1*c - y2*s as y1*c + y2*(-s) (bit for bit), o2 = y2*c + y1*s
     return (tl.where(rotary, y_lo * cos + y_hi * (-sin), y_lo), tl.where(rotary, y_hi * cos + y_lo * sin, y_hi))
+
+
+@triton.jit
+def _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, ROTARY_DIM: tl.constexpr,
+                        EARLY: tl.constexpr):
+    """``_norm_rope_halves``' loads besides x: (w_lo, w_hi, cos, sin), [N, 64] each, in x's layout."""
+    HALF: tl.constexpr = ROTARY_DIM // 2
+    w_ptr = weight_ptr + tl.zeros(valid.shape, tl.int32)  # [N, 1]: in x's layout
+    cos_ptr = cos_sin_ptr + position * ROTARY_DIM + c % HALF  # in the table for every column (used below h only)
+    if EARLY:  # unmasked: a predicate the scheduler would wait for before issuing the loads
+        return tl.load(w_ptr + d), tl.load(w_ptr + d + HALF), tl.load(cos_ptr), tl.load(cos_ptr + HALF)
+    else:
+        rotary = c < HALF
+        return (tl.load(w_ptr + d), tl.load(w_ptr + d + HALF), tl.load(cos_ptr, mask=rotary, other=1.0),
+                tl.load(cos_ptr + HALF, mask=rotary, other=0.0))
 
 
 @triton.jit
@@ -142,7 +171,7 @@ def _store_output(out_ptr, token, heads, head, y, d, valid, HW_BF16: tl.constexp
 @triton.jit
 def _query_rows(qkv_ptr, positions_ptr, weight_ptr, cos_sin_ptr, out_ptr, num_tokens, qkv_row_stride, eps, first,
                 group, FIRST_ROW: tl.constexpr, NUM_HEADS: tl.constexpr, ROTARY_DIM: tl.constexpr,
-                TPP: tl.constexpr, HPP: tl.constexpr, HW_BF16: tl.constexpr):
+                TPP: tl.constexpr, HPP: tl.constexpr, HW_BF16: tl.constexpr, EARLY_LOADS: tl.constexpr):
     """q / idx_q heads ``group * HPP ..`` (HPP of them, masked past NUM_HEADS) of tokens ``first ..`` (TPP): QK-norm +
     RoPE -> out [T, NUM_HEADS, 128]. Rows are (token, head) pairs, token-major: [TPP * HPP, 128]."""
     r = tl.arange(0, TPP * HPP)
@@ -154,13 +183,13 @@ def _query_rows(qkv_ptr, positions_ptr, weight_ptr, cos_sin_ptr, out_ptr, num_to
     if ROTARY_DIM % 64 == 0:  # rows as halves
         token, head, valid = token[:, None], head[:, None], valid[:, None]
         lo, hi = _norm_rope_halves(row_ptr[:, None], weight_ptr, cos_sin_ptr, position[:, None], eps, valid,
-                                   ROTARY_DIM)
+                                   ROTARY_DIM, EARLY_LOADS)
         d = _halves(ROTARY_DIM)
         _store_output(out_ptr, token, NUM_HEADS, head, lo, d, valid, HW_BF16)
         _store_output(out_ptr, token, NUM_HEADS, head, hi, d + ROTARY_DIM // 2, valid, HW_BF16)
     else:
         y = _norm_rope(row_ptr[:, None], weight_ptr, cos_sin_ptr, position[:, None], eps, valid[:, None], True,
-                       ROTARY_DIM)
+                       ROTARY_DIM, EARLY_LOADS)
         _store_output(out_ptr, token[:, None], NUM_HEADS, head[:, None], y, tl.arange(0, HEAD_DIM)[None, :],
                       valid[:, None], HW_BF16)
 
@@ -175,6 +204,7 @@ def _qknorm_rope_write_kernel(
     K_ROW: tl.constexpr, V_ROW: tl.constexpr, IQ_ROW: tl.constexpr, IK_ROW: tl.constexpr,
     ROTARY_DIM: tl.constexpr, SCALE_MODE: tl.constexpr, INDEX_FP8: tl.constexpr, TOKENS_PER_PROGRAM: tl.constexpr,
     HEADS_PER_PROGRAM: tl.constexpr, INDEX_HEADS_PER_PROGRAM: tl.constexpr, HW_BF16: tl.constexpr,
+    EARLY_LOADS: tl.constexpr,
 ):
     TPP: tl.constexpr = TOKENS_PER_PROGRAM
     HPP: tl.constexpr = HEADS_PER_PROGRAM
@@ -191,7 +221,7 @@ def _qknorm_rope_write_kernel(
     group = tl.program_id(1)
     if group < K_GROUP:  # q -> q_out [T, nq, 128] (q_dtype)
         _query_rows(qkv_ptr, positions_ptr, q_weight_ptr, cos_sin_ptr, q_out_ptr, num_tokens, qkv_row_stride, eps,
-                    first, group, 0, NUM_Q, ROTARY_DIM, TPP, HPP, HW_BF16)
+                    first, group, 0, NUM_Q, ROTARY_DIM, TPP, HPP, HW_BF16, EARLY_LOADS)
     elif group < IQ_GROUP or group >= IK_GROUP:  # k / v / idx_k: one head row of TPP tokens -> its cache
         token = first + tl.arange(0, TPP)  # [TPP]
         valid = token < num_tokens
@@ -202,7 +232,7 @@ def _qknorm_rope_write_kernel(
         if group < V_GROUP:  # k -> k_cache head (group - K_GROUP)
             head = group - K_GROUP
             row_ptr = (token_ptr + (K_ROW + head).to(tl.int64) * HEAD_DIM)[:, None]
-            y = _norm_rope(row_ptr, k_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+            y = _norm_rope(row_ptr, k_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM, EARLY_LOADS)
             _store_cache(k_cache_ptr, kv_page_stride, head, slot, y, SCALE_MODE)
         elif group < IQ_GROUP:  # v (raw) -> v_cache head (group - V_GROUP)
             head = group - V_GROUP
@@ -211,7 +241,7 @@ def _qknorm_rope_write_kernel(
             _store_cache(v_cache_ptr, kv_page_stride, head, slot, x, SCALE_MODE)
         else:  # idx_k -> index-K cache (one head)
             row_ptr = (token_ptr + IK_ROW * HEAD_DIM)[:, None]
-            y = _norm_rope(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM)
+            y = _norm_rope(row_ptr, ik_weight_ptr, cos_sin_ptr, position, eps, valid2, True, ROTARY_DIM, EARLY_LOADS)
             if INDEX_FP8:  # one head: the record of page slot // 128
                 y_even, y_odd = _pairs(y)
                 store_fp8_tokens(ik_cache_ptr, ik_page_stride, slot, y_even, y_odd)
@@ -219,7 +249,7 @@ def _qknorm_rope_write_kernel(
                 _store_cache(ik_cache_ptr, ik_page_stride, group - IK_GROUP, slot, y, SCALE_MODE)  # head 0
     else:  # idx_q -> iq_out [T, niq, 128] bf16
         _query_rows(qkv_ptr, positions_ptr, iq_weight_ptr, cos_sin_ptr, iq_out_ptr, num_tokens, qkv_row_stride, eps,
-                    first, group - IQ_GROUP, IQ_ROW, NUM_IQ, ROTARY_DIM, TPP, IHPP, HW_BF16)
+                    first, group - IQ_GROUP, IQ_ROW, NUM_IQ, ROTARY_DIM, TPP, IHPP, HW_BF16, EARLY_LOADS)
 
 
 @dataclass(frozen=True)
@@ -232,6 +262,11 @@ class WriteConfig:
     heads_per_program: int = 2
     num_warps: int = 4
     maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
+    # every row's weights, cos / sin (and RoPE partner) loaded before its norm instead of after it: the norm's sqrt /
+    # division are calls the compiler does not move loads across, so by default a program waits on two load round
+    # trips (x, then the rest). Built 2026-12-03 late, compiled for sm_90 (sass_counts.py), not yet timed on a GPU:
+    # off until evals/bench/sweep_write.py says it wins (configs "t,h,w[,maxnreg][,e]")
+    early_loads: bool = False
 
     def index_heads_per_program(self, num_index_heads: int) -> int:
         """idx_q heads per program: heads_per_program, or fewer where there are fewer index heads (a power of 2)."""
@@ -305,7 +340,8 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
         IK_ROW=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
         INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8, TOKENS_PER_PROGRAM=tpp,
         HEADS_PER_PROGRAM=cfg.heads_per_program,
-        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), num_warps=cfg.num_warps,
+        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), EARLY_LOADS=cfg.early_loads,
+        num_warps=cfg.num_warps,
         enable_fp_fusion=False, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     return q_out, iq_out
