@@ -5,8 +5,8 @@ its outputs (q, idx_q and the three caches) equal the default shape's bit for bi
     python3 evals/bench/sweep_write.py --tokens 8192 --configs "8,2,4;4,2,2;4,2,2,56" --json out.json
 
 A shape is ``tokens_per_program,heads_per_program,num_warps[,maxnreg][,e]`` (``e``: ``early_loads``). Setups: CEIL
-with the MXFP4 index-K and the production defaults (MSE, fp8 index-K). Inputs, bytes and timing are run_bench's write table's (``write_case``,
-``write_call``, ``graph_time_ms`` over rotating input sets).
+with the MXFP4 index-K and the production defaults (MSE, fp8 index-K). Inputs, bytes and timing are run_bench's
+write table's (``write_case``, ``write_call``, ``graph_time_ms`` over rotating input sets).
 """
 
 from __future__ import annotations

@@ -65,11 +65,11 @@ def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGH
         partner = tl.where(low, d + HALF, tl.where(rotary, d - HALF, d))
         if EARLY_LOADS:
             w, x_partner, w_partner, cos, sin = _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position,
-                                                                       valid, d, partner, ROTARY_DIM)
+                                                                       valid, d, partner, rotary, ROTARY_DIM)
         inv_rms = _inv_rms(tl.sum(x.to(tl.float64) * x.to(tl.float64), axis=1, keep_dims=True), eps)  # [N, 1]
         if not EARLY_LOADS:
             w, x_partner, w_partner, cos, sin = _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position,
-                                                                       valid, d, partner, ROTARY_DIM)
+                                                                       valid, d, partner, rotary, ROTARY_DIM)
         y = (x * inv_rms) * (1.0 + w.to(tl.float32))
         y_partner = (x_partner.to(tl.float32) * inv_rms) * (1.0 + w_partner.to(tl.float32))
         sin = tl.where(low, -sin, sin)  # o1 = y1*c - y2*s (d < h), o2 = y2*c + y1*s (h <= d < rotary_dim)
@@ -79,10 +79,11 @@ def _norm_rope(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, HAS_WEIGH
 
 
 @triton.jit
-def _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position, valid, d, partner, ROTARY_DIM: tl.constexpr):
-    """``_norm_rope``'s loads besides x: (w, x_partner, w_partner, cos, sin), [N, 128] each, in x's layout."""
+def _rope_partner_operands(row_ptr, weight_ptr, cos_sin_ptr, position, valid, d, partner, rotary,
+                           ROTARY_DIM: tl.constexpr):
+    """``_norm_rope``'s loads besides x: (w, x_partner, w_partner, cos, sin), [N, 128] each, in x's layout (cos / sin
+    masked to the rotary dims)."""
     HALF: tl.constexpr = ROTARY_DIM // 2
-    rotary = d < ROTARY_DIM
     w_ptr = weight_ptr + tl.zeros(valid.shape, tl.int32)  # [N, 1]: in x's layout
     cos_ptr = cos_sin_ptr + position * ROTARY_DIM + d % HALF
     return (tl.load(w_ptr + d), tl.load(row_ptr + partner, mask=valid, other=0.0), tl.load(w_ptr + partner),
@@ -115,11 +116,13 @@ def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, RO
     c = tl.arange(0, HEAD_DIM // 2)[None, :]
     rotary = c < HALF  # lo's first h columns (all of them when rotary_dim is 128), at element c
     if EARLY_LOADS:
-        w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, ROTARY_DIM, True)
+        w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, rotary, ROTARY_DIM,
+                                                   True)
     sq = x_lo.to(tl.float64) * x_lo.to(tl.float64) + x_hi.to(tl.float64) * x_hi.to(tl.float64)
     inv_rms = _inv_rms(tl.sum(sq, axis=1, keep_dims=True), eps)  # [N, 1]
     if not EARLY_LOADS:
-        w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, ROTARY_DIM, False)
+        w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, rotary, ROTARY_DIM,
+                                                   False)
     y_lo = (x_lo * inv_rms) * (1.0 + w_lo.to(tl.float32))
     y_hi = (x_hi * inv_rms) * (1.0 + w_hi.to(tl.float32))
     # o1 = y1*c - y2*s as y1*c + y2*(-s) (bit for bit), o2 = y2*c + y1*s
@@ -127,16 +130,16 @@ def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, RO
 
 
 @triton.jit
-def _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, ROTARY_DIM: tl.constexpr,
+def _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, rotary, ROTARY_DIM: tl.constexpr,
                         EARLY: tl.constexpr):
-    """``_norm_rope_halves``' loads besides x: (w_lo, w_hi, cos, sin), [N, 64] each, in x's layout."""
+    """``_norm_rope_halves``' loads besides x: (w_lo, w_hi, cos, sin), [N, 64] each, in x's layout (cos / sin
+    masked to the rotary columns, or, EARLY, unmasked)."""
     HALF: tl.constexpr = ROTARY_DIM // 2
     w_ptr = weight_ptr + tl.zeros(valid.shape, tl.int32)  # [N, 1]: in x's layout
     cos_ptr = cos_sin_ptr + position * ROTARY_DIM + c % HALF  # in the table for every column (used below h only)
     if EARLY:  # unmasked: a predicate the scheduler would wait for before issuing the loads
         return tl.load(w_ptr + d), tl.load(w_ptr + d + HALF), tl.load(cos_ptr), tl.load(cos_ptr + HALF)
     else:
-        rotary = c < HALF
         return (tl.load(w_ptr + d), tl.load(w_ptr + d + HALF), tl.load(cos_ptr, mask=rotary, other=1.0),
                 tl.load(cos_ptr + HALF, mask=rotary, other=0.0))
 
