@@ -65,7 +65,8 @@ def test_fused_write_compiles_within_its_row_budget(write_counts):
     program, 32 lanes per row (before 2026-12-03 night): q 258, k 905, v ~750, idx_k 905; 8 tokens x 2 q heads on
     4 warps (16 lanes per row): q 120, k 442, v 317, idx_k 419 (fp8 250), idx_q 130; since 2026-12-03 (late), q and
     idx_q rows as RoPE halves (``_norm_rope_halves``: no partner recomputed, 8 lanes per row): q 79, idx_q 98; with
-    ``early_loads`` (not the default yet) q 76, idx_q 95 at 72 / 64 registers. The budgets keep ~10% of room. No
+    ``early_loads`` (the medium shape's default since 2026-12-03, late night) q 76, idx_q 95 at 72 / 64 registers. The budgets
+    keep ~10% of room. No
     spills but under the large shape's 56-register cap (<= 4 STL / LDL allowed there). The only shared-memory round
     trip is the 4 scale bytes' layout change (3 BAR)."""
     budget = {"q": 90, "k": 490, "v": 350, "idx_k": 460, "idx_q": 110}
@@ -74,18 +75,19 @@ def test_fused_write_compiles_within_its_row_budget(write_counts):
         assert found["local"] == 0 and spills <= (4 if found["maxnreg"] is not None else 0), (name, spills)
         assert found["ops"].get("BAR", 0) <= 3, (name, found["ops"].get("BAR"))
     for name in ("medium (write_config(512))", "large (write_config(8192))", "large, fp8 index-K",
-                 "medium, early loads", "large shape at 64 registers, early loads"):
+                 "medium, loads after the norm", "large shape at 64 registers, early loads"):
         per_row = write_counts[name]["per_row"]
         assert all(per_row[kind] <= budget[kind] for kind in budget), (name, per_row, budget)
 
 
 def test_early_loads_issue_every_load_before_the_norm(write_counts):
-    """By default the weights, cos / sin and RoPE partners of a row are loaded after its norm's sqrt / division (calls
-    the compiler does not move loads across), so a program waits on two load round trips; WriteConfig(early_loads=True)
-    issues them before it: no global load after the first MUFU.RSQ of any branch at the medium shape (72 registers),
-    none in the k / idx_k branches and fewer in q at the large shape capped at 64 registers."""
-    default = write_counts["medium (write_config(512))"]["loads_after_norm"]
-    early = write_counts["medium, early loads"]["loads_after_norm"]
+    """Without early_loads the weights, cos / sin and RoPE partners of a row are loaded after its norm's sqrt /
+    division (calls the compiler does not move loads across), so a program waits on two load round trips;
+    WriteConfig(early_loads=True), the medium shape's default, issues them before it: no global load after the first
+    MUFU.RSQ of any branch at the medium shape (72 registers), none in the k / idx_k branches and fewer in q at the
+    large shape capped at 64 registers."""
+    default = write_counts["medium, loads after the norm"]["loads_after_norm"]
+    early = write_counts["medium (write_config(512))"]["loads_after_norm"]
     capped = write_counts["large shape at 64 registers, early loads"]["loads_after_norm"]
     assert default["q"] > 0 and default["k"] > 0, default
     assert all(n == 0 for n in early.values()), early
