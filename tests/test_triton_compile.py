@@ -65,10 +65,9 @@ def test_fused_write_compiles_within_its_row_budget(write_counts):
     program, 32 lanes per row (before 2026-12-03 night): q 258, k 905, v ~750, idx_k 905; 8 tokens x 2 q heads on
     4 warps (16 lanes per row): q 120, k 442, v 317, idx_k 419 (fp8 250), idx_q 130; since 2026-12-03 (late), q and
     idx_q rows as RoPE halves (``_norm_rope_halves``: no partner recomputed, 8 lanes per row): q 79, idx_q 98; with
-    ``early_loads`` (the medium shape's default since 2026-12-03, late night) q 76, idx_q 95 at 72 / 64 registers. The budgets
-    keep ~10% of room. No
-    spills but under the large shape's 56-register cap (<= 4 STL / LDL allowed there). The only shared-memory round
-    trip is the 4 scale bytes' layout change (3 BAR)."""
+    ``early_loads`` (the small and medium shapes' default since 2026-12-03 / 04) q 76, idx_q 95 at 72 / 64
+    registers. The budgets keep ~10% of room. No spills but under the large shape's 56-register cap (<= 4 STL / LDL
+    allowed there). The only shared-memory round trip is the 4 scale bytes' layout change (3 BAR)."""
     budget = {"q": 90, "k": 490, "v": 350, "idx_k": 460, "idx_q": 110}
     for name, found in write_counts.items():
         spills = found["ops"].get("LDL", 0) + found["ops"].get("STL", 0)
@@ -83,7 +82,7 @@ def test_fused_write_compiles_within_its_row_budget(write_counts):
 def test_early_loads_issue_every_load_before_the_norm(write_counts):
     """Without early_loads the weights, cos / sin and RoPE partners of a row are loaded after its norm's sqrt /
     division (calls the compiler does not move loads across), so a program waits on two load round trips;
-    WriteConfig(early_loads=True), the medium shape's default, issues them before it: no global load after the first
+    WriteConfig(early_loads=True), the small and medium shapes' default, issues them before it: no global load after the first
     MUFU.RSQ of any branch at the medium shape (72 registers), none in the k / idx_k branches and fewer in q at the
     large shape capped at 64 registers."""
     default = write_counts["medium, loads after the norm"]["loads_after_norm"]

@@ -267,8 +267,8 @@ class WriteConfig:
     maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
     # every row's weights, cos / sin (and RoPE partner) loaded before its norm instead of after it: the norm's sqrt /
     # division are calls the compiler does not move loads across, so without it a program waits on two load round
-    # trips (x, then the rest). Pays where latency rules (H200 sweep 2026-12-03, late night: T = 64 / 512 -2% to -10%), not at
-    # T >= 8192 (within 1%, worse at 32768): write_config's choice
+    # trips (x, then the rest). Pays where latency rules (H200 sweeps 2026-12-03 / 04: T = 1 .. 512 -2% to -13%), not
+    # at T >= 8192 (within 1%, worse at 32768): write_config's choice
     early_loads: bool = False
 
     def index_heads_per_program(self, num_index_heads: int) -> int:
@@ -288,11 +288,12 @@ def write_config(num_tokens: int) -> WriteConfig:
     0.2 us of the best); from 64, 8 tokens x 2 q heads on 4 warps (best at T = 512: 3.5 us CEIL, 3.9 us MSE); from
     8192, 4 tokens x 2 q heads on 2 warps with 56 registers (36 resident warps per SM instead of 28 at MSE's 72
     registers: T = 8192 MSE / fp8 index-K 37.8 -> 35.5 us, T = 32768 151.0 -> 143.2 us; CEIL unchanged within 1%).
-    From 64 to 8191 tokens every load is issued before the norm (``early_loads``; sweep of 2026-12-03 late night, same outputs:
-    T = 64 2.12 -> 1.91 us CEIL / 2.59 -> 2.38 MSE, T = 512 3.90 -> 3.62 / 4.17 -> 4.08; at 8192 and 32768 within 1%
-    or slower, so not there)."""
+    Below 8192 tokens every load is issued before the norm (``early_loads``; H200 sweeps, same outputs, us CEIL / MSE:
+    T = 1 1.89 -> 1.65 / 2.12 -> 1.93, T = 8 2.20 -> 1.94 / 2.25 -> 2.02, T = 32 2.19 -> 2.03 / 2.24 -> 2.03 (one-warp
+    shape); T = 64 2.12 -> 1.91 / 2.59 -> 2.38, T = 512 3.90 -> 3.62 / 4.17 -> 4.08; at 8192 and 32768 within 1% or
+    slower, so not there)."""
     if num_tokens < 64:
-        return WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1)
+        return WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1, early_loads=True)
     if num_tokens < 8192:
         return WriteConfig(early_loads=True)
     return WriteConfig(tokens_per_program=4, heads_per_program=2, num_warps=2, maxnreg=56)
