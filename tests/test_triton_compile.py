@@ -82,9 +82,9 @@ def test_fused_write_compiles_within_its_row_budget(write_counts):
 def test_early_loads_issue_every_load_before_the_norm(write_counts):
     """Without early_loads the weights, cos / sin and RoPE partners of a row are loaded after its norm's sqrt /
     division (calls the compiler does not move loads across), so a program waits on two load round trips;
-    WriteConfig(early_loads=True), the small and medium shapes' default, issues them before it: no global load after the first
-    MUFU.RSQ of any branch at the medium shape (72 registers), none in the k / idx_k branches and fewer in q at the
-    large shape capped at 64 registers."""
+    WriteConfig(early_loads=True), the small and medium shapes' default, issues them before it: no global load after
+    the first MUFU.RSQ of any branch at the medium shape (72 registers), none in the k / idx_k branches and fewer in q
+    at the large shape capped at 64 registers."""
     default = write_counts["medium, loads after the norm"]["loads_after_norm"]
     early = write_counts["medium (write_config(512))"]["loads_after_norm"]
     capped = write_counts["large shape at 64 registers, early loads"]["loads_after_norm"]
