@@ -68,7 +68,8 @@ def outside_loop(sass: str, body: list[str]) -> dict:
     decode also the exact fallback pass and, split, the merge): each runs once per program, so at small batches
     (one or two pages per program) they are most of a program's time."""
     texts = [text for _, text in instructions(sass)]
-    first = texts.index(body[0])
+    # where the whole body starts (its first instruction's text alone, e.g. a BAR.SYNC, may occur earlier)
+    first = next(i for i in range(len(texts) - len(body) + 1) if texts[i:i + len(body)] == body)
     before, after = texts[:first], texts[first + len(body):]
     return {"before": len(before), "before_bar": opcodes(before).get("BAR", 0),
             "after": len(after), "after_bar": opcodes(after).get("BAR", 0)}
