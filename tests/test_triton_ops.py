@@ -193,6 +193,32 @@ def test_fused_write_quantize_edges_bit_exact(mode, config):
         assert _same_bits(a, b), f"{name} differs from the torch backend ({mode}, {config})"
 
 
+@pytest.mark.parametrize("span", [24, 140], ids=["span2^24", "span2^140"])
+@pytest.mark.parametrize("index_k_dtype", ["mxfp4", "fp8"])
+def test_fused_write_wide_exponents_bit_exact(span, index_k_dtype):
+    """Every row (q, K, V, index heads) of log-uniform magnitudes over 2**span, a third of V's first blocks on the
+    FLOOR / CEIL boundary (amax just above 6 * 2**k, the rest on the grid: errors that nearly tie), MSE scales:
+    cache bytes and q equal the torch backend's bit for bit (the quantizers' fp32 differences and fp64 sums)."""
+    tokens, nq, nkv, niq, rotary_dim, pages = 48, 2, 1, 1, 64, 1
+    gen = _gen(span + len(index_k_dtype))
+    qkv, *rest = _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages)
+    magnitude = torch.exp2((torch.rand(qkv.shape, generator=gen) - 0.5) * span)
+    qkv = torch.where(torch.rand(qkv.shape, generator=gen) < 0.5, -magnitude, magnitude)
+    v = qkv_rows(nq, nkv, niq).v
+    edge = qkv[::3, v.start * 128:v.start * 128 + 32]
+    edge.copy_(torch.randint(-12, 13, edge.shape, generator=gen).float() * 0.5)
+    edge[:, 0] = 6.0 + 2.0 ** -5 * torch.randint(1, 30, (edge.shape[0],), generator=gen)
+    qkv = qkv.bfloat16()
+    poison = torch.randint(0, 256, (pages, nkv, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
+    ik_poison = torch.randint(0, 256, (pages, 1, FP8_RECORD_BYTES), generator=gen, dtype=torch.int32).to(
+        torch.uint8) if index_k_dtype == "fp8" else None
+    args = (nq, nkv, niq, rotary_dim, pages, ScaleMode.MSE, torch.bfloat16, poison, ik_poison)
+    ours = _run_write(triton_backend, [qkv] + rest, *args, index_k_dtype=index_k_dtype)
+    ref = _run_write(torch_backend, [qkv] + rest, *args, index_k_dtype=index_k_dtype)
+    for name, a, b in zip(("q", "idx_q", "k_cache", "v_cache", "index_k_cache"), ours, ref):
+        assert _same_bits(a, b), f"{name} differs from the torch backend (span 2**{span}, {index_k_dtype} index-K)"
+
+
 # ---- index_topk + build_sparse_tables -----------------------------------------------------------------------------
 def _exact_index_setup(gen, pages, requests, max_blocks, rows, heads):
     """Index-K and idx_q on small dyadic grids: every dot product is exact in fp32, so the scores (and the ties,
