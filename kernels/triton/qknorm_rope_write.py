@@ -118,7 +118,9 @@ def _norm_rope_halves(row_ptr, weight_ptr, cos_sin_ptr, position, eps, valid, RO
     if EARLY_LOADS:
         w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, rotary, ROTARY_DIM,
                                                    True)
-    sq = x_lo.to(tl.float64) * x_lo.to(tl.float64) + x_hi.to(tl.float64) * x_hi.to(tl.float64)
+    x_lo64 = x_lo.to(tl.float64)
+    x_hi64 = x_hi.to(tl.float64)
+    sq = tl.fma(x_hi64, x_hi64, x_lo64 * x_lo64)  # the squares are exact: the same sum as a separate add
     inv_rms = _inv_rms(tl.sum(sq, axis=1, keep_dims=True), eps)  # [N, 1]
     if not EARLY_LOADS:
         w_lo, w_hi, cos, sin = _rope_half_operands(weight_ptr, cos_sin_ptr, position, valid, d, c, rotary, ROTARY_DIM,
