@@ -88,7 +88,10 @@ def quantize_pair(x_even, x_odd, SCALE_MODE: tl.constexpr):
     v < 8 (no overflow). MSE sums each candidate's squared errors in its own scale's units (fp32 differences, exact;
     fp64 squares and sums: ``_block_sq_error``) and brings CEIL's sum to FLOOR's units by an exact factor 4 where its
     scale is twice FLOOR's: every term is the docs' term times one power of two, so the comparison and its ties are
-    the same. (No fp64 conversion of |x| or of the grid values: 2026-12-04, 11% fewer instructions in a K or V row.)
+    the same. (A value below 2**-126 of its scale underflows fp32 and enters rounded: code 0 under both candidates,
+    its square < 2**-252, while a block whose candidates differ has a term >= 2**-42 in each sum, so neither sum
+    moves; where they do not differ both sums are the same computation.) No fp64 conversion of |x| or of the grid
+    values since 2026-12-04: 11% fewer instructions in a K or V row.
     """
     a_even = tl.abs(x_even)
     a_odd = tl.abs(x_odd)
