@@ -11,8 +11,9 @@ host-evaluable data. The other two ops (build_sparse_tables, the fused write) ar
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it
 on an sm_90 device and refuses anything else, never falling back. See docs/hopper.md.
 Gluon is experimental and its API moves between triton releases (3.7 renamed ``gl.thread_barrier`` to ``gl.barrier``:
-pa_decode.py takes either, and the kernel then compiles under 3.7.1 with the same instruction mix, CPU only), so the
-kernel is only imported and used with the triton 3.6.x its GPU tests ran on.
+pa_decode.py takes either), so the kernels are only imported and used with a triton series whose build ran their GPU
+tests on the H200 (``TRITON_SERIES``): 3.6 (the lent machine's) and 3.8 (torch 2.14's pin, hence SGLang 0.5.23's).
+3.7 compiles on the CPU with the same instruction mix but has not run on a GPU.
 Without that triton (or without Gluon) the package still imports and registers: an explicit request says why, and
 ``backend=None`` on an sm_90 device warns once and uses the Triton backend.
 """
@@ -25,7 +26,7 @@ import torch
 from atom_mxfp4.registry import Backend, register_backend
 
 NAME = "hopper"  # the registered name; pa_decode's plans carry it (defined before the op modules import it)
-TRITON_SERIES = "3.6."  # the triton whose Gluon API the kernel is written in and whose build ran its GPU tests
+TRITON_SERIES = ("3.6.", "3.8.")  # the triton series whose builds ran the kernels' GPU tests (docs/hopper.md)
 CAPABILITY = (9, 0)  # sm_90: the layouts, mma.sync m16n8k16 and cp.async the kernel is written for
 
 
@@ -37,13 +38,17 @@ def _triton_version() -> str | None:
     return triton.__version__
 
 
+def _series() -> str:
+    return " or ".join(f"{series}x" for series in TRITON_SERIES)
+
+
 def _triton_problem() -> str | None:
     """Why the installed triton cannot build the kernel (None: it can)."""
     version = _triton_version()
     if version is None:
-        return f"triton {TRITON_SERIES}x with triton.experimental.gluon is not importable"
+        return f"triton {_series()} with triton.experimental.gluon is not importable"
     if not version.startswith(TRITON_SERIES):
-        return (f"needs triton {TRITON_SERIES}x, the triton its GPU tests ran on (Gluon's API moves between "
+        return (f"needs triton {_series()}, the triton its GPU tests ran on (Gluon's API moves between "
                 f"releases), got triton {version}")
     return None
 
@@ -88,8 +93,8 @@ class HopperBackend(Backend):
 
     @classmethod
     def auto(cls, device):
-        """Yes on an sm_90 CUDA device with triton 3.6.x; on an sm_90 device with another triton: no, with a
-        warning (that user expected this backend)."""
+        """Yes on an sm_90 CUDA device with a triton of TRITON_SERIES; on an sm_90 device with another triton: no,
+        with a warning (that user expected this backend)."""
         if device.type != "cuda":
             return False, None
         if usable(device) is None:
