@@ -375,10 +375,11 @@ def capture_then_replay(step, refill) -> None:
     torch.cuda.synchronize()
 
 
-def sm90_compile_report(script: str, *args: str) -> dict:
+def sm90_compile_report(script: str, *args: str, triton_dir=None) -> dict:
     """Run ``evals/bench/<script>`` (a compile-for-sm_90 report; ``args`` select its JSON mode) in a subprocess
     without the TRITON_INTERPRET=1 the CPU test session sets, and return the JSON of its last stdout line. Skips when
-    Triton's ptxas is absent (no sm_90 compile possible)."""
+    Triton's ptxas is absent (no sm_90 compile possible). ``triton_dir``: a folder holding another triton package
+    (scripts/install.d/45-triton38.sh), put first on the subprocess's PYTHONPATH."""
     import json
     import os
     import subprocess
@@ -387,11 +388,14 @@ def sm90_compile_report(script: str, *args: str) -> dict:
 
     import pytest
     import triton
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    package = Path(triton.__file__).parent if triton_dir is None else Path(triton_dir) / "triton"
+    ptxas = package / "backends" / "nvidia" / "bin" / "ptxas"
     if not ptxas.exists():
         pytest.skip(f"Triton's ptxas is not at {ptxas}")
     root = Path(__file__).resolve().parents[1]
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    if triton_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(triton_dir)] + [p for p in [env.get("PYTHONPATH")] if p])
     done = subprocess.run([sys.executable, str(root / "evals" / "bench" / script), *args],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
