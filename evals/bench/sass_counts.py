@@ -169,19 +169,39 @@ def write_counts(config, index_fp8: bool = False) -> dict:
                             target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": config.num_warps, "enable_fp_fusion": False,
                                      **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})})
-    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"]), **branch_counts(kernel, config),
+    return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"]),
+            **branch_counts(kernel, config, signature),
             "maxnreg": config.maxnreg}
 
 
-WRITE_KINDS = ("q", "k", "v", "idx_k", "idx_q")  # the kernel's branches in code order
+WRITE_KINDS = ("q", "k", "v", "idx_k", "idx_q")  # the kernel's branches
+WRITE_OUTPUTS = {"q": "q_out_ptr", "k": "k_cache_ptr", "v": "v_cache_ptr", "idx_k": "ik_cache_ptr",
+                 "idx_q": "iq_out_ptr"}  # the one output pointer each branch writes through
+SM90_PARAM_BASE = 0x210  # where the kernel parameters start in constant bank 0 on sm_90
 
 
-def branch_counts(kernel, config) -> dict:
-    """Per row kind (the code between the kernel's unconditional EXITs: one per branch, in WRITE_KINDS order; q's span
-    holds the prologue too): SASS instructions per 128-value head row (the span divided by the rows one warp runs in
-    that branch, rows per program / warps), and the global loads issued after the norm's first ``MUFU.RSQ`` (the
-    loads that wait for the row's sum of squares: ``WriteConfig.early_loads`` issues them before it). Static counts:
-    every instruction of a branch once."""
+def param_offsets(signature: dict) -> dict:
+    """Constant-bank offset of each runtime parameter (``signature``: name -> Triton type, in order; constexprs are
+    not parameters): pointers 8 bytes, scalars 4, each aligned to its size."""
+    offsets, offset = {}, SM90_PARAM_BASE
+    for name, kind in signature.items():
+        if kind == "constexpr":
+            continue
+        size = 8 if kind.startswith("*") or kind.endswith("64") else 4
+        offset = -(-offset // size) * size
+        offsets[name] = offset
+        offset += size
+    return offsets
+
+
+def branch_counts(kernel, config, signature) -> dict:
+    """Per row kind (the code between the kernel's unconditional EXITs: one per branch, q's span holding the
+    prologue too; a span is the branch whose output pointer it reads from the constant bank, so the attribution does
+    not depend on the order the compiler lays the branches out in, which differs between triton 3.6 and 3.8):
+    SASS instructions per 128-value head row (the span divided by the rows one warp runs in that branch, rows per
+    program / warps), and the global loads issued after the norm's first ``MUFU.RSQ`` (the loads that wait for the
+    row's sum of squares: ``WriteConfig.early_loads`` issues them before it). Static counts: every instruction of a
+    branch once."""
     sass = [text for _, text in instructions(cubin_sass(kernel.asm["cubin"]))]
     spans, current = [], []
     for text in sass:
@@ -189,6 +209,14 @@ def branch_counts(kernel, config) -> dict:
         if re.search(r"\bEXIT\b", text) and not text.lstrip().startswith("@"):
             spans.append(current)
             current = []
+    offsets = param_offsets(signature)
+    by_kind = {}
+    for span in spans:
+        read = {int(c, 16) for c in re.findall(r"c\[0x0\]\[(0x[0-9a-f]+)\]", "\n".join(span))}
+        kinds = [kind for kind, name in WRITE_OUTPUTS.items() if offsets[name] in read]
+        assert len(kinds) == 1 and kinds[0] not in by_kind, (kinds, sorted(by_kind))
+        by_kind[kinds[0]] = span
+    assert sorted(by_kind) == sorted(WRITE_KINDS), sorted(by_kind)
     tpp, warps = config.tokens_per_program, config.num_warps
     rows = {"q": tpp * config.heads_per_program, "k": tpp, "v": tpp, "idx_k": tpp,
             "idx_q": tpp * config.index_heads_per_program(WRITE_CONSTANTS["NUM_IQ"])}
@@ -198,7 +226,7 @@ def branch_counts(kernel, config) -> dict:
         first = next((i for i, text in enumerate(span) if "MUFU.RSQ" in text), len(span))
         return sum(1 for text in span[first:] if re.search(r"\bLDG\b", text))
 
-    kinds = list(zip(WRITE_KINDS, spans))
+    kinds = [(kind, by_kind[kind]) for kind in WRITE_KINDS]
     return {"per_row": {kind: round(len(span) / max(rows[kind] / warps, 1), 1) for kind, span in kinds},
             "loads_after_norm": {kind: loads_after_norm(span) for kind, span in kinds}}
 
