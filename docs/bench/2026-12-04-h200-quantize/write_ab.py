@@ -1,5 +1,7 @@
 """A/B of the fused write in one run: main fd3043a (old: fp64 conversions in the quantizers) vs the working tree's (new), run_bench's inputs
-and timing (write_case / write_call / graph_time_ms over rotating sets), outputs compared bit for bit."""
+and timing (write_case / write_call / graph_time_ms over rotating sets), outputs compared bit for bit.
+Usage: write_ab.py DIR [TOKENS [--new-first]] (TOKENS: comma-separated; --new-first: each pair times the new kernel
+first and the records go to write_ab_reversed.json instead of write_ab.json)."""
 import importlib, json, sys
 from pathlib import Path
 import torch
@@ -12,7 +14,9 @@ out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
 copy = copy_bandwidth_tbs()
 print("copy", copy, flush=True)
 recs = []
-for tokens in (1, 64, 512, 8192, 32768):
+tokens_list = [int(t) for t in sys.argv[2].split(",")] if len(sys.argv) > 2 else [1, 64, 512, 8192, 32768]
+new_first = sys.argv[3:] == ["--new-first"]
+for tokens in tokens_list:
     for mode, ik in (("ceil", "mxfp4"), ("mse", "fp8")):
         weights, cos_sin, sets, per_call = write_case(tokens, ik)
         def outputs(mod):
@@ -23,11 +27,11 @@ for tokens in (1, 64, 512, 8192, 32768):
         same = all(torch.equal(a, b) for a, b in zip(outputs(new), outputs(old)))
         t = {}
         for rep in range(3):  # interleaved, best of three
-            for name, mod in (("old", old), ("new", new)):
+            for name, mod in ((("new", new), ("old", old)) if new_first else (("old", old), ("new", new))):
                 us = graph_time_ms([write_call(mod, weights, cos_sin, s, mode, ik) for s in sets]) * 1e3
                 t[name] = min(t.get(name, 1e9), us)
         rec = dict(tokens=tokens, setup=f"{mode} / {ik}", old_us=round(t["old"], 2), new_us=round(t["new"], 2),
                    speedup=round(t["old"] / t["new"], 3), new_TBs=round(per_call / t["new"] / 1e6, 3),
                    new_pct_copy=round(100 * per_call / t["new"] / 1e6 / copy["best"], 1), same_bits=same)
         recs.append(rec); print(json.dumps(rec), flush=True)
-(out / "write_ab.json").write_text(json.dumps(dict(copy=copy, rows=recs), indent=1))
+(out / ("write_ab_reversed.json" if new_first else "write_ab.json")).write_text(json.dumps(dict(copy=copy, rows=recs), indent=1))
