@@ -304,3 +304,26 @@ def test_index_scorer_early_returns_without_a_launch():
     out = hopper.index_topk(torch.zeros(2, 1, 128, dtype=torch.bfloat16), cache, torch.zeros(1, 0, dtype=torch.int32),
                             rows, rows, topk=3, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
     assert out.shape == (1, 2, 3) and bool((out == -1).all())
+
+
+def test_the_policy_picks_8_warps_for_long_programs_one_per_sm():
+    """The launch's warp count (``warps_for``, planned off-GPU for the H200's 132 SMs): 8 while rows x splits <= SMs
+    and each split keeps >= EIGHT_WARP_MIN_PAGES pages, 4 otherwise; a forced count wins. The policy's own launches:
+    1 x 1024 pages (64 splits of 16) and 16 x 64 (8 splits of 8) run 8 warps, 1 x 64 (32 splits of 2) and 128 x 16
+    (2 splits, 256 programs) run 4."""
+    cpu = torch.device("cpu")
+    sms, pages = P.H200_SMS, P.EIGHT_WARP_MIN_PAGES
+    assert P.warps_for(P.DEFAULT_CONFIG, sms, pages, cpu) == 8
+    assert P.warps_for(P.DEFAULT_CONFIG, sms + 1, pages, cpu) == 4
+    assert P.warps_for(P.DEFAULT_CONFIG, 1, pages - 1, cpu) == 4
+    assert P.warps_for(P.HopperConfig(warps=4), 1, pages, cpu) == 4
+    assert P.warps_for(P.HopperConfig(warps=8), sms + 1, 1, cpu) == 8
+    for rows, width, want in ((1, 1024, 8), (16, 64, 8), (1, 64, 4), (128, 16, 4)):
+        plan = P.make_plan(rows, width, 16, cpu)
+        assert P.warps_for(plan.config, rows * plan.num_splits, plan.pages_per_split, cpu) == want, (rows, width)
+
+
+@pytest.mark.parametrize("warps", [0, 2, 6, 16, 4.0])
+def test_config_refuses_a_warp_count_it_has_no_maps_for(warps):
+    with pytest.raises(ValueError, match="HopperConfig.warps"):
+        P.HopperConfig(warps=warps)

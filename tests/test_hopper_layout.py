@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 import sys
 from pathlib import Path
 
@@ -46,8 +47,17 @@ K_FAST_ASM = str(D.K_FAST_ASM.value)
 V_FAST_ASM = str(D.V_FAST_ASM.value)
 P_WINDOW_ASM = str(D.P_WINDOW_ASM.value)
 WINDOW = 2.0 ** L.WINDOW_SHIFT
-OPERAND_REGS = L.HEAD_DIM * L.TOKENS_PER_WARP // L.LANES  # 128 bf16 elements of each B operand per lane
-LOAD_REGS = L.PAGE_SIZE * L.CODE_WORDS // L.THREADS  # 16 words of each page record per thread
+WARPS = pytest.mark.parametrize("warps", L.PROGRAM_WARPS)  # every map is checked for both programs
+
+
+def operand_regs(warps: int) -> int:
+    """bf16 elements of each B operand per lane: 128 (4 warps), 64 (8)."""
+    return L.HEAD_DIM * L.tokens_per_warp(warps) // L.LANES
+
+
+def load_regs(warps: int) -> int:
+    """Words of each page record per thread: 16 (4 warps), 8 (8)."""
+    return L.PAGE_SIZE * L.CODE_WORDS // (warps * L.LANES)
 
 
 # ---- the record and its reference values -----------------------------------------------------------------------------
@@ -77,51 +87,57 @@ def unpack(register: np.ndarray) -> np.ndarray:
 
 
 # ---- the kernel's dataflow, in numpy ---------------------------------------------------------------------------------
-def k_inputs(words: np.ndarray, fast: bool = False):
-    """(words [4, 32, 4, 4], (s, s) bf16x2 scale pairs) as _attend_page builds them (fast: the window pairs)."""
-    w, n, c, j = np.indices(L.K_WORDS_SHAPE)
-    k_words = words[L.k_word_offset(w, n, c, j)]
-    scale_words = words[L.SCALE_WORD + L.TOKENS_PER_WARP * w + n]
+def k_inputs(words: np.ndarray, fast: bool = False, warps: int = L.WARPS):
+    """(words [w, 128 / w, 4, 4], (s, s) bf16x2 scale pairs) as _attend_page builds them (fast: the window pairs)."""
+    w, n, c, j = np.indices(L.k_words_shape(warps))
+    k_words = words[L.k_word_offset(w, n, c, j, warps)]
+    scale_words = words[L.SCALE_WORD + L.tokens_per_warp(warps) * w + n]
     e = (scale_words >> (8 * c).astype(np.uint64)) & 0xFF
     return k_words, ((e << 7) | (e << 23)) + (L.WINDOW_PAIR_BIAS if fast else 0)
 
 
 def k_chain(outputs: list[np.ndarray]) -> np.ndarray:
-    """The 4 decode outputs (bf16x2 [4, 32, 4, 4], or any per-register ids) -> K^T [4, 128, 32], as decode_k_operand."""
+    """The 4 decode outputs (bf16x2 [w, 128 / w, 4, 4], or any per-register ids) -> K^T [w, 128, 128 / w], as
+    decode_k_operand."""
+    warps = outputs[0].shape[0]
     halves = [unpack(x) for x in outputs]
     pairs = np.stack([np.stack(halves[0:2], axis=-1), np.stack(halves[2:4], axis=-1)], axis=-1)
-    return pairs.reshape(L.K_CHAIN_SHAPE).transpose(L.K_CHAIN_ORDER).reshape(L.WARPS, L.HEAD_DIM, L.TOKENS_PER_WARP)
+    return pairs.reshape(L.k_chain_shape(warps)).transpose(L.K_CHAIN_ORDER).reshape(
+        warps, L.HEAD_DIM, L.tokens_per_warp(warps))
 
 
-def k_operand(record: np.ndarray, asm: str = K_ASM) -> np.ndarray:
-    k_words, pair = k_inputs(words_of(record), asm == K_FAST_ASM)
+def k_operand(record: np.ndarray, asm: str = K_ASM, warps: int = L.WARPS) -> np.ndarray:
+    k_words, pair = k_inputs(words_of(record), asm == K_FAST_ASM, warps)
     regs = H.run_ptx(asm, {"$4": k_words, "$5": pair, **{f"${i}": 0 * k_words for i in range(4)}})
     return k_chain([regs[f"${i}"] for i in range(4)])
 
 
-def v_inputs(words: np.ndarray, fast: bool = False):
-    """(even words, odd words [4, 16, 8, 2], (even, odd) bf16x2 scale pairs) as _attend_page builds them (fast: the
-    window pairs)."""
-    w, p, par, g, word = np.indices(L.V_WORDS_SHAPE)
-    v_words = words[L.v_word_offset(w, p, par, g, word)].transpose(L.V_PARITY_LAST)
+def v_inputs(words: np.ndarray, fast: bool = False, warps: int = L.WARPS):
+    """(even words, odd words [w, 64 / w, 8, 2], (even, odd) bf16x2 scale pairs) as _attend_page builds them (fast:
+    the window pairs)."""
+    tokens = L.tokens_per_warp(warps)
+    w, p, par, g, word = np.indices(L.v_words_shape(warps))
+    v_words = words[L.v_word_offset(w, p, par, g, word, warps)].transpose(L.V_PARITY_LAST)
     even, odd = v_words[..., 0], v_words[..., 1]
-    w, p, g, par = np.indices([L.WARPS, L.TOKENS_PER_WARP // 2, 8, 2])
-    scale_words = words[L.SCALE_WORD + L.TOKENS_PER_WARP * w + 2 * p + par]
+    w, p, g, par = np.indices([warps, tokens // 2, 8, 2])
+    scale_words = words[L.SCALE_WORD + tokens * w + 2 * p + par]
     e = (scale_words >> (8 * (g >> 1)).astype(np.uint64)) & 0xFF
     pair = ((e[..., 0] << 7) | (e[..., 1] << 23)) + (L.WINDOW_PAIR_BIAS if fast else 0)
     return even, odd, np.broadcast_to(pair[..., None], even.shape).copy()
 
 
 def v_chain(outputs: list[np.ndarray]) -> np.ndarray:
-    """The 8 decode outputs ([4, 16, 8, 2] each) -> V [4, 32, 128], as decode_v_operand."""
+    """The 8 decode outputs ([w, 64 / w, 8, 2] each) -> V [w, 128 / w, 128], as decode_v_operand."""
+    warps = outputs[0].shape[0]
     halves = [unpack(x) for x in outputs]
     beta = [np.stack(halves[2 * b:2 * b + 2], axis=-1) for b in range(4)]
     pairs = np.stack([np.stack(beta[0:2], axis=-1), np.stack(beta[2:4], axis=-1)], axis=-1)
-    return pairs.reshape(L.V_CHAIN_SHAPE).transpose(L.V_CHAIN_ORDER).reshape(L.WARPS, L.TOKENS_PER_WARP, L.HEAD_DIM)
+    return pairs.reshape(L.v_chain_shape(warps)).transpose(L.V_CHAIN_ORDER).reshape(
+        warps, L.tokens_per_warp(warps), L.HEAD_DIM)
 
 
-def v_operand(record: np.ndarray, asm: str = V_ASM) -> np.ndarray:
-    even, odd, pair = v_inputs(words_of(record), asm == V_FAST_ASM)
+def v_operand(record: np.ndarray, asm: str = V_ASM, warps: int = L.WARPS) -> np.ndarray:
+    even, odd, pair = v_inputs(words_of(record), asm == V_FAST_ASM, warps)
     regs = H.run_ptx(asm, {"$8": even, "$9": odd, "$10": pair, **{f"${i}": 0 * even for i in range(8)}})
     return v_chain([regs[f"${i}"] for i in range(8)])
 
@@ -135,17 +151,17 @@ def pv_dims() -> np.ndarray:
 
 
 def k_mismatches(record: np.ndarray, kt: np.ndarray) -> int:
-    """Elements of K^T [w, k, n] that are not the record's value at (token 32 w + n, head dim qk_dim(k))."""
+    """Elements of K^T [w, k, n] that are not the record's value at (token (128 / w) w + n, head dim qk_dim(k))."""
     ref = reference_bits(record)
     w, k, n = np.indices(kt.shape)
-    return int((kt != ref[L.TOKENS_PER_WARP * w + n, qk_dims()[k]]).sum())
+    return int((kt != ref[kt.shape[2] * w + n, qk_dims()[k]]).sum())
 
 
 def v_mismatches(record: np.ndarray, v: np.ndarray) -> int:
-    """Elements of V [w, k, n] that are not the record's value at (token 32 w + k, head dim pv_dim(n))."""
+    """Elements of V [w, k, n] that are not the record's value at (token (128 / w) w + k, head dim pv_dim(n))."""
     ref = reference_bits(record)
     w, k, n = np.indices(v.shape)
-    return int((v != ref[L.TOKENS_PER_WARP * w + k, pv_dims()[n]]).sum())
+    return int((v != ref[v.shape[1] * w + k, pv_dims()[n]]).sum())
 
 
 @pytest.fixture(scope="module")
@@ -158,46 +174,54 @@ def test_constants_are_design_section_4():
     assert (L.PAGE_SIZE, L.HEAD_DIM, L.DATA_BYTES, L.SCALE_BYTES, L.RECORD_BYTES) == (128, 128, 64, 4, 8704)
     assert L.RECORD_WORDS * 4 == L.RECORD_BYTES and L.SCALE_WORD * 4 == L.SCALE_OFFSET == 128 * 64
     assert L.WARPS * L.TOKENS_PER_WARP == L.PAGE_SIZE and L.STAGE_BYTES == 2 * L.RECORD_BYTES
+    assert all(w * L.tokens_per_warp(w) == L.PAGE_SIZE and L.tokens_per_warp(w) >= 16 for w in L.PROGRAM_WARPS)
+    for w in L.PROGRAM_WARPS:  # the kernel's constexpr maps are the functions' values
+        assert L.WARP_MAPS[w]["k_words_bases"] == L.k_words_bases(w) and L.WARP_MAPS[w]["mma_warps"] == [w, 1, 1]
+    with pytest.raises(ValueError, match="warps"):
+        L.tokens_per_warp(16)
 
 
-def test_dim_orders_are_permutations_and_out_columns_undo_pv_dim():
+@WARPS
+def test_dim_orders_are_permutations_and_out_columns_undo_pv_dim(warps):
     assert sorted(qk_dims()) == list(range(128)) and sorted(pv_dims()) == list(range(128))
     assert all(L.pv_dim(n) == 16 * (n & 7) + (n >> 3) for n in range(128))
-    columns = np.arange(L.WARPS * L.BLOCK_H * L.HEAD_DIM).reshape(L.WARPS, L.BLOCK_H, L.HEAD_DIM)  # [w, head, n]
-    restored = columns.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(columns.shape)
+    columns = np.arange(warps * L.BLOCK_H * L.HEAD_DIM).reshape(warps, L.BLOCK_H, L.HEAD_DIM)  # [w, head, n]
+    restored = columns.reshape(L.out_columns_shape(warps)).transpose(L.OUT_COLUMNS_ORDER).reshape(columns.shape)
     assert np.array_equal(restored[:, :, pv_dims()], columns)  # restored[w, :, d] is column n with pv_dim(n) = d
 
 
 # ---- the loads: which words each lane reads ------------------------------------------------------------------------
-def _load_map(bases, offset_of, regs):
+def _load_map(bases, offset_of, regs, warps=L.WARPS):
     """{(warp, lane): [word offsets by register]} of a load layout."""
     return {(warp, lane): [offset_of(*L.linear_layout_apply(bases, reg, lane, warp)) for reg in range(regs)]
-            for warp in range(L.WARPS) for lane in range(L.LANES)}
+            for warp in range(warps) for lane in range(L.LANES)}
 
 
-def test_k_loads_are_128_bit_chunks_of_the_lanes_scale_block_covering_the_page_once():
-    loads = _load_map(L.K_WORDS_BASES, L.k_word_offset, LOAD_REGS)
+@WARPS
+def test_k_loads_are_128_bit_chunks_of_the_lanes_scale_block_covering_the_page_once(warps):
+    loads = _load_map(L.k_words_bases(warps), partial(L.k_word_offset, warps=warps), load_regs(warps), warps)
     everything = sorted(o for offsets in loads.values() for o in offsets)
     assert everything == list(range(L.PAGE_SIZE * L.CODE_WORDS))  # every code word of the page, once
     for (warp, lane), offsets in loads.items():
-        for vector in range(4):  # registers 4v .. 4v+3: one token, 4 consecutive 16-byte aligned words
+        for vector in range(load_regs(warps) // 4):  # registers 4v .. 4v+3: one token, 4 consecutive aligned words
             chunk = offsets[4 * vector:4 * vector + 4]
             assert chunk == list(range(chunk[0], chunk[0] + 4)) and chunk[0] % 4 == 0
             token, byte = divmod(4 * chunk[0], L.DATA_BYTES)
-            assert token // L.TOKENS_PER_WARP == warp and token % 8 == lane >> 2
+            assert token // L.tokens_per_warp(warps) == warp and token % 8 == lane >> 2
             assert byte == 16 * (lane & 3)  # lane c holds code bytes 16c..16c+15: head dims of scale block c
 
 
-def test_v_loads_are_64_bit_chunks_covering_the_page_once():
-    loads = _load_map(L.V_WORDS_BASES, L.v_word_offset, LOAD_REGS)
+@WARPS
+def test_v_loads_are_64_bit_chunks_covering_the_page_once(warps):
+    loads = _load_map(L.v_words_bases(warps), partial(L.v_word_offset, warps=warps), load_regs(warps), warps)
     everything = sorted(o for offsets in loads.values() for o in offsets)
     assert everything == list(range(L.PAGE_SIZE * L.CODE_WORDS))
     for (warp, lane), offsets in loads.items():
-        for vector in range(8):
+        for vector in range(load_regs(warps) // 2):
             pair = offsets[2 * vector:2 * vector + 2]
             assert pair == [pair[0], pair[0] + 1] and pair[0] % 2 == 0
             token, byte = divmod(4 * pair[0], L.DATA_BYTES)
-            assert token // L.TOKENS_PER_WARP == warp and byte == 8 * (lane >> 2)  # lane g: bytes 8g..8g+7
+            assert token // L.tokens_per_warp(warps) == warp and byte == 8 * (lane >> 2)  # lane g: bytes 8g..8g+7
 
 
 def _wavefronts(byte_addresses, width):
@@ -209,23 +233,28 @@ def _wavefronts(byte_addresses, width):
     return max(len(v) for v in per_bank.values())
 
 
-def test_shared_memory_wavefronts_of_the_operand_loads():
+@WARPS
+def test_shared_memory_wavefronts_of_the_operand_loads(warps):
     """K: the minimum (4 wavefronts for 512 B); V: 4 where 2 would do (4 tokens 128 B apart per load), a cost noted
     in docs/hopper.md (a token permutation inside the warp's 32 would remove it)."""
-    for regs, width, bases, offset_of, expected in ((range(0, LOAD_REGS, 4), 16, L.K_WORDS_BASES, L.k_word_offset, 4),
-                                                    (range(0, LOAD_REGS, 2), 8, L.V_WORDS_BASES, L.v_word_offset, 4)):
+    for regs, width, bases, offset_of, expected in (
+            (range(0, load_regs(warps), 4), 16, L.k_words_bases(warps), L.k_word_offset, 4),
+            (range(0, load_regs(warps), 2), 8, L.v_words_bases(warps), L.v_word_offset, 4)):
         for reg in regs:
-            addresses = [4 * offset_of(*L.linear_layout_apply(bases, reg, lane, 0)) for lane in range(L.LANES)]
+            addresses = [4 * offset_of(*L.linear_layout_apply(bases, reg, lane, 0), warps=warps)
+                         for lane in range(L.LANES)]
             assert _wavefronts(addresses, width) == expected
 
 
 # ---- the decode into operands, bit for bit --------------------------------------------------------------------------
-def test_k_operand_holds_the_record_in_qk_dim_order(record):
-    assert k_mismatches(record, k_operand(record)) == 0
+@WARPS
+def test_k_operand_holds_the_record_in_qk_dim_order(record, warps):
+    assert k_mismatches(record, k_operand(record, warps=warps)) == 0
 
 
-def test_v_operand_holds_the_record_in_pv_dim_order(record):
-    assert v_mismatches(record, v_operand(record)) == 0
+@WARPS
+def test_v_operand_holds_the_record_in_pv_dim_order(record, warps):
+    assert v_mismatches(record, v_operand(record, warps=warps)) == 0
 
 
 def test_every_code_byte_and_scale_byte_through_the_operands():
@@ -315,16 +344,19 @@ def test_p_window_multiply_is_exact():
 
 
 # ---- the operand lane map (the compiler's layouts, on the host) ------------------------------------------------------
-@pytest.fixture(scope="module")
-def operand_layouts():
-    """The compiler's linear layouts of the two B operands (mma v2, warps on the batch dimension), as bases dicts."""
+@pytest.fixture(scope="module", params=L.PROGRAM_WARPS, ids=lambda w: f"{w}warps")
+def operand_layouts(request):
+    """The compiler's linear layouts of the two B operands (mma v2, warps on the batch dimension), as bases dicts, for
+    each program warp count (key "warps")."""
     from triton._C.libtriton import gluon_ir, ir
     from triton.experimental.gluon import language as gl
 
     context = ir.context()
     ir.load_dialects(context)
     builder = gluon_ir.GluonOpBuilder(context)
-    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.MMA_WARPS, instr_shape=L.MMA_INSTR_SHAPE)
+    warps = request.param
+    tokens = L.tokens_per_warp(warps)
+    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.mma_warps(warps), instr_shape=L.MMA_INSTR_SHAPE)
     operand = gl.DotOperandLayout(1, mma, L.K_WIDTH)
 
     def bases(shape):
@@ -332,31 +364,32 @@ def operand_layouts():
         return dict(reg_bases=layout.reg_bases, lane_bases=layout.lane_bases, warp_bases=layout.warp_bases,
                     shape=shape)
 
-    return {"k": bases([L.WARPS, L.HEAD_DIM, L.TOKENS_PER_WARP]), "v": bases([L.WARPS, L.TOKENS_PER_WARP, L.HEAD_DIM])}
+    return {"warps": warps, "k": bases([warps, L.HEAD_DIM, tokens]), "v": bases([warps, tokens, L.HEAD_DIM])}
 
 
 def k_lane_map(bases):
-    """(warp, lane, register) -> (token in the page, head dim) of the K^T operand."""
+    """(warp, lane, register) -> (token in the page, head dim) of the K^T operand [w, 128, tokens per warp]."""
     def where(warp, lane, reg):
         w, k, n = L.linear_layout_apply(bases, reg, lane, warp)
-        return L.TOKENS_PER_WARP * w + n, L.qk_dim(k)
+        return bases["shape"][2] * w + n, L.qk_dim(k)
     return where
 
 
 def v_lane_map(bases):
-    """(warp, lane, register) -> (token in the page, head dim) of the V operand."""
+    """(warp, lane, register) -> (token in the page, head dim) of the V operand [w, tokens per warp, 128]."""
     def where(warp, lane, reg):
         w, k, n = L.linear_layout_apply(bases, reg, lane, warp)
-        return L.TOKENS_PER_WARP * w + k, L.pv_dim(n)
+        return bases["shape"][1] * w + k, L.pv_dim(n)
     return where
 
 
 def test_operand_layouts_are_the_mma_m16n8k16_b_fragment(operand_layouts):
     """PTX ISA, mma.m16n8k16 .bf16, B fragment: register i of lane l holds row k = 2 (l % 4) + (i & 1) + 8 (i >> 1)
     and column n = l // 4 of each 16 x 8 tile; warp w holds batch w."""
+    warps = operand_layouts["warps"]
     for name, (k_dim, n_dim) in (("k", (1, 2)), ("v", (1, 2))):
         bases = operand_layouts[name]
-        for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(OPERAND_REGS)):
+        for warp, lane, reg in itertools.product(range(warps), range(L.LANES), range(operand_regs(warps))):
             index = L.linear_layout_apply(bases, reg, lane, warp)
             assert index[0] == warp
             k, n = index[k_dim], index[n_dim]
@@ -369,47 +402,52 @@ def test_operand_lane_maps_against_the_record(operand_layouts, record):
     compiler's operand index; lane c's dims are its own scale block c, lane g's tokens are g + 8 r of the warp's 32.
     V: token 32 warp + k at head dim pv_dim(n), lane g's dims are 16 g .. 16 g + 15. Values from the decode emulation,
     compared with the record at the (token, dim) the map names."""
+    warps = operand_layouts["warps"]
+    tokens = L.tokens_per_warp(warps)
     ref = reference_bits(record)
-    kt, v = k_operand(record), v_operand(record)
+    kt, v = k_operand(record, warps=warps), v_operand(record, warps=warps)
     k_where, v_where = k_lane_map(operand_layouts["k"]), v_lane_map(operand_layouts["v"])
-    for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(OPERAND_REGS)):
+    for warp, lane, reg in itertools.product(range(warps), range(L.LANES), range(operand_regs(warps))):
         token, dim = k_where(warp, lane, reg)
-        assert token // L.TOKENS_PER_WARP == warp and token % 8 == lane >> 2 and dim // 32 == lane & 3
+        assert token // tokens == warp and token % 8 == lane >> 2 and dim // 32 == lane & 3
         w, k, n = L.linear_layout_apply(operand_layouts["k"], reg, lane, warp)
         assert kt[w, k, n] == ref[token, dim]
         token, dim = v_where(warp, lane, reg)
-        assert token // L.TOKENS_PER_WARP == warp and dim // 16 == lane >> 2
-        assert (token % L.TOKENS_PER_WARP) // 2 % 4 == lane & 3
+        assert token // tokens == warp and dim // 16 == lane >> 2
+        assert (token % tokens) // 2 % 4 == lane & 3
         w, k, n = L.linear_layout_apply(operand_layouts["v"], reg, lane, warp)
         assert v[w, k, n] == ref[token, dim]
 
 
-def _owner(bases, regs):
+def _owner(bases, regs, warps):
     """tensor index -> (warp, lane) of a load layout."""
     return {L.linear_layout_apply(bases, reg, lane, warp): (warp, lane)
-            for warp in range(L.WARPS) for lane in range(L.LANES) for reg in range(regs)}
+            for warp in range(warps) for lane in range(L.LANES) for reg in range(regs)}
 
 
 def test_every_operand_register_is_one_decode_output_of_its_own_lanes_words(operand_layouts):
     """Provenance: running the joins / permutations on ids instead of values, each bf16x2 register (reg 2i, 2i+1) of
     each operand is the low / high half of one decode output, computed from words the same lane loaded: no data moves
     between lanes and no register is repacked (what assert_trivial asserts in the compiled kernel)."""
-    # K: id = (flat index of the word in [4, 32, 4, 4]) * 4 + output m; halves from unpack
-    word_ids = np.arange(np.prod(L.K_WORDS_SHAPE)).reshape(L.K_WORDS_SHAPE).astype(np.uint64)
+    warps = operand_layouts["warps"]
+    regs = range(0, operand_regs(warps), 2)
+    # K: id = (flat index of the word in [w, 128 / w, 4, 4]) * 4 + output m; halves from unpack
+    k_shape = L.k_words_shape(warps)
+    word_ids = np.arange(np.prod(k_shape)).reshape(k_shape).astype(np.uint64)
     tagged = k_chain([((word_ids * 4 + m) << 17) | ((word_ids * 4 + m) << 1) | (1 << 16) for m in range(4)])
-    owner = _owner(L.K_WORDS_BASES, LOAD_REGS)
-    for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(0, OPERAND_REGS, 2)):
+    owner = _owner(L.k_words_bases(warps), load_regs(warps), warps)
+    for warp, lane, reg in itertools.product(range(warps), range(L.LANES), regs):
         low = tagged[L.linear_layout_apply(operand_layouts["k"], reg, lane, warp)]
         high = tagged[L.linear_layout_apply(operand_layouts["k"], reg + 1, lane, warp)]
         assert (low & 1, high & 1) == (0, 1) and low >> 1 == high >> 1  # the two halves of one output
-        word = np.unravel_index(int(low >> 1) // 4, L.K_WORDS_SHAPE)
+        word = np.unravel_index(int(low >> 1) // 4, k_shape)
         assert owner[tuple(int(i) for i in word)] == (warp, lane)
-    # V: id = (flat index of the even word in [4, 16, 8, 2]) * 8 + output; the odd word is the same lane's
-    shape = [L.WARPS, L.TOKENS_PER_WARP // 2, 8, 2]
+    # V: id = (flat index of the even word in [w, 64 / w, 8, 2]) * 8 + output; the odd word is the same lane's
+    shape = [warps, L.tokens_per_warp(warps) // 2, 8, 2]
     word_ids = np.arange(np.prod(shape)).reshape(shape).astype(np.uint64)
     tagged = v_chain([((word_ids * 8 + i) << 17) | ((word_ids * 8 + i) << 1) | (1 << 16) for i in range(8)])
-    owner = _owner(L.V_WORDS_BASES, LOAD_REGS)
-    for warp, lane, reg in itertools.product(range(L.WARPS), range(L.LANES), range(0, OPERAND_REGS, 2)):
+    owner = _owner(L.v_words_bases(warps), load_regs(warps), warps)
+    for warp, lane, reg in itertools.product(range(warps), range(L.LANES), regs):
         low = tagged[L.linear_layout_apply(operand_layouts["v"], reg, lane, warp)]
         high = tagged[L.linear_layout_apply(operand_layouts["v"], reg + 1, lane, warp)]
         assert (low & 1, high & 1) == (0, 1) and low >> 1 == high >> 1
@@ -428,26 +466,27 @@ def _round_bf16(x: np.ndarray) -> np.ndarray:
 
 
 def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, logit_scale: float,
-                fast: bool = False) -> np.ndarray:
+                fast: bool = False, warps: int = L.WARPS) -> np.ndarray:
     """The direct path of one row: q [G, 128] bf16 values; records of the row's pages (bytes past the context are
     whatever the cache holds: they are zero-filled here as the masked cp.async does) -> out [G, 128] (fp64). fast: the
     one-multiply pass (Q and P x 2**WINDOW_SHIFT, the window decode)."""
     group = q.shape[0]
     q_operand = np.zeros((L.BLOCK_H, L.HEAD_DIM))
     q_operand[:group] = q[:, qk_dims()] * (WINDOW if fast else 1.0)  # column k = head dim qk_dim(k); heads >= group 0
-    m = np.full((L.WARPS, L.BLOCK_H), -np.inf)
-    l_sum = np.zeros((L.WARPS, L.BLOCK_H))
-    acc = np.zeros((L.WARPS, L.BLOCK_H, L.HEAD_DIM))
+    tokens = L.tokens_per_warp(warps)
+    m = np.full((warps, L.BLOCK_H), -np.inf)
+    l_sum = np.zeros((warps, L.BLOCK_H))
+    acc = np.zeros((warps, L.BLOCK_H, L.HEAD_DIM))
     for page, (k_record, v_record) in enumerate(zip(k_records, v_records)):
         valid = min(context - page * L.PAGE_SIZE, L.PAGE_SIZE)
         k_record, v_record = k_record.copy(), v_record.copy()
         for rec in (k_record, v_record):  # the copy masks: 16-byte code chunks and 4-byte scale words per token
             rec[valid * L.DATA_BYTES:L.SCALE_OFFSET] = 0
             rec[L.SCALE_OFFSET + valid * L.SCALE_BYTES:] = 0
-        kt = _bf16(k_operand(k_record, K_FAST_ASM if fast else K_ASM))
-        v = _bf16(v_operand(v_record, V_FAST_ASM if fast else V_ASM))
+        kt = _bf16(k_operand(k_record, K_FAST_ASM if fast else K_ASM, warps))
+        v = _bf16(v_operand(v_record, V_FAST_ASM if fast else V_ASM, warps))
         logits = np.einsum("hk,wkn->whn", q_operand, kt) * logit_scale  # [w, h, n]
-        position = page * L.PAGE_SIZE + np.arange(L.WARPS)[:, None, None] * L.TOKENS_PER_WARP + np.arange(32)
+        position = page * L.PAGE_SIZE + np.arange(warps)[:, None, None] * tokens + np.arange(tokens)
         logits = np.where(position < context, logits, -np.inf)
         m_new = np.maximum(m, logits.max(axis=2))
         m_safe = np.where(m_new == -np.inf, 0.0, m_new)
@@ -456,7 +495,7 @@ def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, l
         l_sum = l_sum * alpha + p.sum(axis=2)
         acc = acc * alpha[:, :, None] + np.einsum("whk,wkn->whn", _round_bf16(p) * (WINDOW if fast else 1.0), v)
         m = m_new
-    acc = acc.reshape(L.OUT_COLUMNS_SHAPE).transpose(L.OUT_COLUMNS_ORDER).reshape(acc.shape)  # per warp, as the kernel
+    acc = acc.reshape(L.out_columns_shape(warps)).transpose(L.OUT_COLUMNS_ORDER).reshape(acc.shape)  # as the kernel
     m_all = m.max(axis=0)
     weight = np.exp2(m - np.where(m_all == -np.inf, 0.0, m_all)[None, :])
     total = (l_sum * weight).sum(axis=0)
@@ -465,8 +504,9 @@ def emulate_row(q: np.ndarray, k_records: list, v_records: list, context: int, l
     return out[:group]
 
 
+@WARPS
 @pytest.mark.parametrize("context", [0, 1, 31, 97, 128, 129, 300, 512])
-def test_emulated_page_dataflow_matches_the_fp64_oracle(context):
+def test_emulated_page_dataflow_matches_the_fp64_oracle(context, warps):
     gen = torch.Generator().manual_seed(context + 1)
     pages, group, scale = -(-context // L.PAGE_SIZE), 7, L.HEAD_DIM ** -0.5
     k_records = [random_record(gen, 120, 134) for _ in range(max(1, pages))]
@@ -476,11 +516,12 @@ def test_emulated_page_dataflow_matches_the_fp64_oracle(context):
         rec[L.SCALE_OFFSET + tail * L.SCALE_BYTES:] = 255
         rec[tail * L.DATA_BYTES:L.SCALE_OFFSET] = 0x77
     q = _round_bf16(torch.randn(group, L.HEAD_DIM, generator=gen).numpy())
-    got = emulate_row(q, k_records[:pages], v_records[:pages], context, scale * math.log2(math.e))
+    got = emulate_row(q, k_records[:pages], v_records[:pages], context, scale * math.log2(math.e), warps=warps)
     records = lambda recs: torch.from_numpy(np.stack(recs)).view(len(recs), 1, L.RECORD_BYTES)  # noqa: E731
     ref = H.attention_rows(q[None], records(k_records), records(v_records), torch.arange(len(k_records))[None],
                            [context], scale)[0]
-    fast = emulate_row(q, k_records[:pages], v_records[:pages], context, scale * math.log2(math.e), fast=True)
+    fast = emulate_row(q, k_records[:pages], v_records[:pages], context, scale * math.log2(math.e), fast=True,
+                       warps=warps)
     assert np.array_equal(fast, got, equal_nan=True)  # the one-multiply pass: the same products, the same bits
     if context == 0:
         assert np.array_equal(got, np.zeros_like(got))

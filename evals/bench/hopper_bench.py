@@ -49,7 +49,7 @@ def make_inputs(rows: int, width: int, context: int, num_sets: int):
     return q, lens, sets
 
 
-def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
+def bench_shape(rows: int, context: int, reps: int, log, stages=(), warps=()) -> dict:
     width = context // PAGE_SIZE
     per_call = rows * context * 2 * MX_TOKEN
     n = sets_for(per_call, budget=SET_BUDGET)
@@ -63,6 +63,9 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
     for depth in stages:
         kernels[f"hopper_s{depth}"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
             hopper_pa.DEFAULT_CONFIG, stages=depth)))
+    for count in warps:  # a forced program warp count (HopperConfig.warps; the policy picks per launch)
+        kernels[f"hopper_w{count}"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
+            hopper_pa.DEFAULT_CONFIG, warps=count)))
     outs = {name: torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV) for name in kernels}
 
     def call(name, s):
@@ -84,9 +87,10 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=()) -> dict:
         a, b = outs["hopper"].float(), outs["triton"].float()
         rec["rel_diff"] = float((a - b).norm() / b.norm())
         rec["hopper_finite"] = bool(torch.isfinite(a).all())
-        for name in kernels:  # another ring depth or the exact-only decode: the same bits
-            if name.startswith("hopper_") and f"{name}_error" not in rec:
+        for name in kernels:  # another ring depth or the exact-only decode: the same bits (another warp count
+            if name.startswith("hopper_") and f"{name}_error" not in rec:  # splits the softmax otherwise: rel diff)
                 rec[f"{name}_equal"] = bool(torch.equal(outs[name], outs["hopper"]))
+                rec[f"{name}_rel_diff"] = float((outs[name].float() - b).norm() / b.norm())
     for name in kernels:
         if f"{name}_error" in rec:
             continue
@@ -108,9 +112,10 @@ SWEEP_SHAPES = ([(r, 16, 1998) for r in (1, 4, 16, 32, 64, 96, 128, 192, 256, 38
 SWEEP_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 
 
-def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = False) -> None:
+def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = False, warps=()) -> None:
     """Every forced split count per shape (``make_plan(num_splits=s)``), the policy's own pick and the Triton kernel,
-    same run: the data ``num_splits_for`` is fitted to. Writes out/split_sweep.json, and out/launch_floor.json: a
+    same run: the data ``num_splits_for`` is fitted to. ``warps``: each split count also at these forced program warp
+    counts (keys ``"<splits>w<warps>"``; the plain keys run the policy's warp count). Writes out/split_sweep.json, and out/launch_floor.json: a
     trivial kernel timed the same way (us per call), the floor under the small shapes' times."""
     x = torch.zeros(16, device=DEV)
     floor = {"launch_floor_us": round(1e3 * graph_time_ms([lambda: x.add_(1)] * 32, reps=reps), 2)}
@@ -131,9 +136,15 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
         rec["policy"], rec["policy_splits"] = timed(hopper, policy), policy.splits_for(rows, width)[0]
         for splits in SWEEP_SPLITS:
             if splits == 1 or splits <= width // (1 if one_page else hopper_pa.MIN_PAGES_PER_SPLIT):
-                rec[str(splits)] = timed(hopper, hopper.make_plan(rows, width, GROUP, DEV, num_splits=splits))
+                plan = hopper.make_plan(rows, width, GROUP, DEV, num_splits=splits)
+                rec[str(splits)] = timed(hopper, plan)
+                for count in warps:
+                    rec[f"{splits}w{count}"] = timed(hopper, hopper_pa.with_config(plan, replace(
+                        hopper_pa.DEFAULT_CONFIG, warps=count)))
         rec["triton"] = timed(tb, tb.make_plan(rows, width, GROUP, DEV))
         rec["best"] = min((k for k in rec if k.isdigit()), key=lambda k: rec[k])
+        if warps:
+            rec["best_any_warps"] = min((k for k in rec if k[:1].isdigit()), key=lambda k: rec[k])
         print(json.dumps(rec), flush=True)
         records.append(rec)
         del sets
@@ -237,6 +248,10 @@ def report(results: dict) -> str:
             ("rel diff vs triton", lambda r: f"{r['rel_diff']:.1e}" if "rel_diff" in r else "-")]
     for depth in results.get("stages", []):
         cols.append((f"hopper {depth} stages TB/s (% copy)", tbs(f"hopper_s{depth}")))
+    for count in results.get("warps", []):
+        cols.append((f"hopper {count} warps us", us(f"hopper_w{count}")))
+        cols.append((f"hopper {count} warps rel diff", lambda r, n=f"hopper_w{count}_rel_diff": f"{r[n]:.1e}"
+                     if n in r else "-"))
     head = (f"# Hopper (Gluon) pa_decode vs Triton, {results['device']}, {results['date']}\n\n"
             f"`{results['command']}`; torch {results['torch']}, triton {results['triton']}. "
             f"Copy bandwidth in this run: "
@@ -285,6 +300,9 @@ def main() -> None:
                         help="--split-sweep also tries splits of one page (the policy keeps >= MIN_PAGES_PER_SPLIT)")
     parser.add_argument("--attend", action="store_true",
                         help="instead of the table: a dense layer's step, dense_tables + pa_decode vs the fused attend")
+    parser.add_argument("--warps", type=int, nargs="*", default=[],
+                        help="also time the Hopper kernel at these forced program warp counts (HopperConfig.warps: "
+                             "4, 8); with --split-sweep, every split count at each")
     parser.add_argument("--stages", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
@@ -304,15 +322,16 @@ def main() -> None:
     if args.split_sweep:
         shapes = ([tuple(int(x) for x in shape.split("x")) for shape in args.sweep_shapes.split(",")]
                   if args.sweep_shapes else SWEEP_SHAPES)
-        split_sweep(args.out, 15, shapes, args.one_page_splits)
+        split_sweep(args.out, 15, shapes, args.one_page_splits, args.warps)
         return
     results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,
-                   reps=reps, stages=args.stages, shapes=[])
+                   reps=reps, stages=args.stages, warps=args.warps, shapes=[])
     results["copy_start"] = copy_bandwidth_tbs()
     print(f"copy bandwidth {results['copy_start']}", flush=True)
     for rows, context in SHAPES:
-        results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True), args.stages))
+        results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True), args.stages,
+                                             args.warps))
     results["copy_end"] = copy_bandwidth_tbs()
     results["copy_TBs"] = max(results["copy_start"]["best"], results["copy_end"]["best"])
     text = report(results)

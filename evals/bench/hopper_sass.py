@@ -5,7 +5,8 @@ Triton compiles Gluon kernels through the same ``triton.compile`` path as Triton
 first span closed by a backward branch that holds MMAs (``hot_loop``): with the default one-multiply decode the kernel
 holds a second such loop after it, the exact fallback pass (docs/hopper.md "One multiply per pair"), which the
 "exact decode only" variant shows alone. One trip decodes one 128-token page of K and V, 128 x 256 elements over 128
-threads = 256 elements per thread, so instructions per element = loop instructions / 256.
+threads = 256 elements per thread (128 over the 8-warp variants' 256 threads), so instructions per element = loop
+instructions / elements per thread.
 
     python3 evals/bench/hopper_sass.py            # table, next to the Triton kernel's default (docs/triton.md)
     python3 evals/bench/hopper_sass.py --json     # one JSON object (tests/test_hopper_compile.py reads it)
@@ -33,7 +34,13 @@ from sass_counts import SHOWN, cubin_sass, instructions, loops, opcodes, resourc
 from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
 from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG, HopperConfig, compile_for_sm90  # noqa: E402
 
-ELEMENTS_PER_THREAD = L.PAGE_SIZE * 2 * L.HEAD_DIM // L.THREADS  # one page of K and V per loop trip: 256
+
+
+def elements_per_thread(warps: int) -> int:
+    """One page of K and V per loop trip over the program's threads: 256 at 4 warps, 128 at 8."""
+    return L.PAGE_SIZE * 2 * L.HEAD_DIM // (warps * L.LANES)
+
+
 BUDGET = 4.7  # issue 14: instructions / element the H200 can issue at 80% of copy bandwidth at 1.78 GHz (docs/hopper.md)
 VARIANTS = {
     "direct (default)": dict(config=DEFAULT_CONFIG),
@@ -45,6 +52,11 @@ VARIANTS = {
     "attend, sparse (16 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=16),
     "attend, sparse, split (64 blocks x 4 pages)": dict(config=DEFAULT_CONFIG, source="sparse", split=True, topk=64,
                                                         pages_per_block=4),
+    # the small-batch program: 8 warps x 16 tokens of each page (docs/hopper.md "8 warps for small batches")
+    "8 warps, split": dict(config=HopperConfig(warps=8), split=True),
+    "8 warps, attend, sparse, split (16 blocks)": dict(config=HopperConfig(warps=8), source="sparse", split=True,
+                                                       topk=16),
+    "8 warps, split, exact decode only": dict(config=HopperConfig(warps=8, fast_decode=False), split=True),
 }
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")
 
@@ -77,13 +89,15 @@ def outside_loop(sass: str, body: list[str]) -> dict:
 
 def report(variant: dict) -> dict:
     kernel = compile_for_sm90(**variant)
+    warps = L.WARPS if variant["config"].warps is None else variant["config"].warps
     found = resources(kernel.asm["cubin"])
     sass = found.pop("sass")
     body = hot_loop(sass)
     ops = opcodes(body)
     all_ops = opcodes(text for _, text in instructions(sass))
     return {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
-            "elements_per_thread": ELEMENTS_PER_THREAD, "per_element": len(body) / ELEMENTS_PER_THREAD,
+            "warps": warps, "elements_per_thread": elements_per_thread(warps),
+            "per_element": len(body) / elements_per_thread(warps),
             "loop_ops": dict(ops), "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0),
             "outside_loop": outside_loop(sass, body),
             "_asm": {"sass": sass, "ptx": kernel.asm["ptx"], "ttgir": kernel.asm["ttgir"]}}

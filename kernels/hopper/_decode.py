@@ -91,13 +91,17 @@ V_FAST_ASM = gl.constexpr(_v_asm(True))
 WINDOW_PAIR_BIAS = gl.constexpr(L.WINDOW_PAIR_BIAS)
 WINDOW_FACTOR = gl.constexpr(float(2 ** L.WINDOW_SHIFT))
 BYTE_TOPS = gl.constexpr(0x80808080 - 2 ** 32)  # bit 7 of every byte, as an int32
-K_CHAIN_SHAPE = gl.constexpr(L.K_CHAIN_SHAPE)
 K_CHAIN_ORDER = gl.constexpr(L.K_CHAIN_ORDER)
-V_CHAIN_SHAPE = gl.constexpr(L.V_CHAIN_SHAPE)
 V_CHAIN_ORDER = gl.constexpr(L.V_CHAIN_ORDER)
 HEAD_DIM = gl.constexpr(L.HEAD_DIM)
-TOKENS_PER_WARP = gl.constexpr(L.TOKENS_PER_WARP)
-WARPS = gl.constexpr(L.WARPS)
+
+
+@gluon.constexpr_function
+def warp_map(name, warps):
+    """``layout.WARP_MAPS[warps][name]``: the map ``name`` of a program of ``warps`` warps (gl.num_warps(): 4 or 8)."""
+    if warps not in L.WARP_MAPS:
+        raise ValueError(f"num_warps: expected one of {list(L.WARP_MAPS)}, got {warps}")
+    return L.WARP_MAPS[warps][name]
 
 
 @gluon.constexpr_function
@@ -166,22 +170,23 @@ def window_probabilities(p):
 
 @gluon.jit
 def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr, FAST: gl.constexpr):
-    """words int32 [4, 32, 4, 4] (layout.K_WORDS_BASES), scale_pair int32 same shape and layout ((s, s) bf16x2 of the
-    word's 32-block; FAST: ``window_scale_bf16x2``) -> K^T bf16 [4, 128, 32] in ``operand_layout`` (row k = head dim
+    """words int32 [w, 128 / w, 4, 4] (layout.k_words_bases(w), w = the program's warps), scale_pair int32 same shape and layout ((s, s) bf16x2 of the
+    word's 32-block; FAST: ``window_scale_bf16x2``) -> K^T bf16 [w, 128, 128 / w] in ``operand_layout`` (row k = head dim
     layout.qk_dim(k)); FAST: the values x 2**-WINDOW_SHIFT."""
     asm: gl.constexpr = K_FAST_ASM if FAST else K_DECODE_ASM
     p0, p1, p2, p3 = gl.inline_asm_elementwise(asm, "=r,=r,=r,=r,r,r", [words, scale_pair],
                                                dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
     pairs = gl.join(gl.join(unpack_bf16x2(p0), unpack_bf16x2(p1)), gl.join(unpack_bf16x2(p2), unpack_bf16x2(p3)))
-    kt = gl.permute(gl.reshape(pairs, K_CHAIN_SHAPE.value), K_CHAIN_ORDER.value)
-    kt = gl.reshape(kt, [WARPS, HEAD_DIM, TOKENS_PER_WARP])
+    WARPS: gl.constexpr = gl.num_warps()
+    kt = gl.permute(gl.reshape(pairs, warp_map("k_chain_shape", WARPS)), K_CHAIN_ORDER.value)
+    kt = gl.reshape(kt, [WARPS, HEAD_DIM, warp_map("tokens_per_warp", WARPS)])
     return gl.convert_layout(kt, operand_layout, assert_trivial=True)
 
 
 @gluon.jit
 def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.constexpr, FAST: gl.constexpr):
-    """even / odd words int32 [4, 16, 8, 2] (token 32 w + 2 p + {0, 1}, chunk g, word), scale_pair int32 same shape
-    ((even, odd) bf16x2 of the chunk's 32-block; FAST: ``window_scale_bf16x2``) -> V bf16 [4, 32, 128] in
+    """even / odd words int32 [w, 64 / w, 8, 2] (token (128 / w) x warp + 2 p + {0, 1}, chunk g, word), scale_pair int32 same shape
+    ((even, odd) bf16x2 of the chunk's 32-block; FAST: ``window_scale_bf16x2``) -> V bf16 [w, 128 / w, 128] in
     ``operand_layout`` (column n = head dim layout.pv_dim(n)); FAST: the values x 2**-WINDOW_SHIFT."""
     asm: gl.constexpr = V_FAST_ASM if FAST else V_DECODE_ASM
     r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
@@ -192,6 +197,7 @@ def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.const
     beta2 = gl.join(unpack_bf16x2(r4), unpack_bf16x2(r5))
     beta3 = gl.join(unpack_bf16x2(r6), unpack_bf16x2(r7))
     pairs = gl.join(gl.join(beta0, beta1), gl.join(beta2, beta3))  # [w, p, g, word, par, nib, beta0, beta1]
-    v = gl.permute(gl.reshape(pairs, V_CHAIN_SHAPE.value), V_CHAIN_ORDER.value)
-    v = gl.reshape(v, [WARPS, TOKENS_PER_WARP, HEAD_DIM])
+    WARPS: gl.constexpr = gl.num_warps()
+    v = gl.permute(gl.reshape(pairs, warp_map("v_chain_shape", WARPS)), V_CHAIN_ORDER.value)
+    v = gl.reshape(v, [WARPS, warp_map("tokens_per_warp", WARPS), HEAD_DIM])
     return gl.convert_layout(v, operand_layout, assert_trivial=True)

@@ -30,7 +30,9 @@ from __future__ import annotations
 from atom_mxfp4.layout import (DATA_BYTES, FP8_DATA_BYTES, FP8_RECORD_BYTES, FP8_SCALE_OFFSET,  # noqa: F401
                                HEAD_DIM, MAX_GROUP, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_OFFSET)
 
-WARPS = 4
+WARPS = 4  # the default program: 4 warps, 32 tokens of each page per warp
+SMALL_BATCH_WARPS = 8  # the latency variant: 8 warps x 16 tokens (one program per SM; docs/hopper.md "8 warps")
+PROGRAM_WARPS = (WARPS, SMALL_BATCH_WARPS)  # the warp counts every map below is written for
 LANES = 32
 THREADS = WARPS * LANES
 TOKENS_PER_WARP = PAGE_SIZE // WARPS  # 32
@@ -41,24 +43,52 @@ CODE_WORDS = DATA_BYTES // WORD_BYTES  # 16 words of codes per token
 SCALE_WORD = SCALE_OFFSET // WORD_BYTES  # 2048: the word index of token 0's 4 scale bytes
 
 MMA_INSTR_SHAPE = [1, 16, 8]
-MMA_WARPS = [WARPS, 1, 1]
 K_WIDTH = 2  # bf16 operand elements per 32-bit register
 
 
+def _log2(n: int) -> int:
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"expected a power of two, got {n}")
+    return n.bit_length() - 1
+
+
+def tokens_per_warp(warps: int) -> int:
+    """Tokens of each page one warp owns (warp ``w``: tokens ``w * tokens_per_warp .. + tokens_per_warp - 1``); the
+    MMAs need at least 16 (P.V's k-step), so 4 or 8 warps."""
+    if warps not in PROGRAM_WARPS:
+        raise ValueError(f"warps: expected one of {PROGRAM_WARPS}, got {warps}")
+    return PAGE_SIZE // warps
+
+
+def mma_warps(warps: int = WARPS) -> list[int]:
+    return [warps, 1, 1]
+
+
+def _warp_bases(warps: int, rank: int) -> list[list[int]]:
+    return [[1 << i] + [0] * (rank - 1) for i in range(_log2(warps))]
+
+
 # ---- K: the words each lane loads (shared memory -> registers) ------------------------------------------------------
-# tensor [w, n, c, j]: word j (0..3) of the 16-byte chunk c (0..3) of token 32 w + n; bytes 16 c + 4 j .. + 3
-K_WORDS_SHAPE = [WARPS, TOKENS_PER_WARP, 4, 4]
-K_WORDS_BASES = dict(
-    reg_bases=[[0, 0, 0, 1], [0, 0, 0, 2], [0, 8, 0, 0], [0, 16, 0, 0]],  # j first: one 128-bit load per token
-    lane_bases=[[0, 0, 1, 0], [0, 0, 2, 0], [0, 1, 0, 0], [0, 2, 0, 0], [0, 4, 0, 0]],  # c = lane & 3, n = g + 8 r
-    warp_bases=[[1, 0, 0, 0], [2, 0, 0, 0]],
-    block_bases=[],
-    shape=K_WORDS_SHAPE,
-)
+# tensor [w, n, c, j]: word j (0..3) of the 16-byte chunk c (0..3) of token tokens_per_warp x w + n; bytes 16 c + 4 j
+def k_words_shape(warps: int = WARPS) -> list[int]:
+    return [warps, tokens_per_warp(warps), 4, 4]
+
+
+def k_words_bases(warps: int = WARPS) -> dict:
+    """j first (one 128-bit load per token), c = lane & 3, n = g + 8 r (r: the 8-token groups of the warp's tokens)."""
+    groups = [[0, 8 << i, 0, 0] for i in range(_log2(tokens_per_warp(warps) // 8))]
+    return dict(reg_bases=[[0, 0, 0, 1], [0, 0, 0, 2]] + groups,
+                lane_bases=[[0, 0, 1, 0], [0, 0, 2, 0], [0, 1, 0, 0], [0, 2, 0, 0], [0, 4, 0, 0]],
+                warp_bases=_warp_bases(warps, 4), block_bases=[], shape=k_words_shape(warps))
+
+
 # after the decode (4 bf16x2 outputs per word, see _decode.K_PAIR_OFFSETS) and the joins, the tensor is
 # [w, n, c, j1, j0, b, m0, m1] (b: the element inside a bf16x2 register, m = m0 + 2 m1: which output of the word);
 # this permutation and reshape make it the B operand K^T [w, k, n] with k = b + 2 c + 8 m0 + 16 m1 + 32 j
-K_CHAIN_SHAPE = [WARPS, TOKENS_PER_WARP, 4, 2, 2, 2, 2, 2]
+def k_chain_shape(warps: int = WARPS) -> list[int]:
+    return [warps, tokens_per_warp(warps), 4, 2, 2, 2, 2, 2]
+
+
 K_CHAIN_ORDER = [0, 3, 4, 7, 6, 2, 5, 1]
 # head dim bit of each bit of the operand index k (bit i of k is bit QK_DIM_BITS[i] of the head dim):
 # k0 = b -> d1, k1 k2 = c -> d5 d6, k3 = m0 -> d0, k4 = m1 -> d2, k5 k6 = j -> d3 d4
@@ -69,32 +99,66 @@ QK_DIM_BITS = (1, 5, 6, 0, 2, 3, 4)
 Q_BITS_SHAPE = [BLOCK_H] + [2] * 7
 Q_BITS_ORDER = [0] + [1 + 6 - QK_DIM_BITS[j] for j in range(6, -1, -1)]
 
+
 # ---- V: the words each lane loads ------------------------------------------------------------------------------------
-# tensor [w, p, par, g, word]: word (0..1) of the 8-byte chunk g (0..7) of token 32 w + 2 p + par; bytes 8 g + 4 word
-V_WORDS_SHAPE = [WARPS, TOKENS_PER_WARP // 2, 2, 8, 2]
-V_WORDS_BASES = dict(
-    reg_bases=[[0, 0, 0, 0, 1], [0, 0, 1, 0, 0], [0, 4, 0, 0, 0], [0, 8, 0, 0, 0]],  # one 64-bit load per token
-    lane_bases=[[0, 1, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 2, 0], [0, 0, 0, 4, 0]],
-    warp_bases=[[1, 0, 0, 0, 0], [2, 0, 0, 0, 0]],
-    block_bases=[],
-    shape=V_WORDS_SHAPE,
-)
+# tensor [w, p, par, g, word]: word (0..1) of the 8-byte chunk g (0..7) of token tokens_per_warp x w + 2 p + par;
+# bytes 8 g + 4 word
+def v_words_shape(warps: int = WARPS) -> list[int]:
+    return [warps, tokens_per_warp(warps) // 2, 2, 8, 2]
+
+
+def v_words_bases(warps: int = WARPS) -> dict:
+    """One 64-bit load per token; p = c (lane & 3) + 4 r: the m16n8k16 B fragment's rows 2 c, 2 c + 1 (+ 8), then
+    one k-step of 16 tokens per further register bit; g = lane >> 2."""
+    steps = [[0, 4 << i, 0, 0, 0] for i in range(_log2(tokens_per_warp(warps) // 8))]
+    return dict(reg_bases=[[0, 0, 0, 0, 1], [0, 0, 1, 0, 0]] + steps,
+                lane_bases=[[0, 1, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 2, 0], [0, 0, 0, 4, 0]],
+                warp_bases=_warp_bases(warps, 5), block_bases=[], shape=v_words_shape(warps))
+
+
 # after splitting the token parity (even, odd words -> one decode call, outputs (even, odd) bf16x2 pairs per element,
 # see _decode.V_PAIR_OFFSETS) and the joins: [w, p, g, word, par, nib, beta0, beta1] (element 2 beta + nib of the word);
-# this permutation and reshape make it the B operand V [w, k, n] with k = 2 p + par (token in the warp's 32) and
+# this permutation and reshape make it the B operand V [w, k, n] with k = 2 p + par (token in the warp's tokens) and
 # n = g + 8 (nib + 2 beta0 + 4 beta1 + 8 word)
 V_PARITY_LAST = [0, 1, 3, 4, 2]  # [w, p, par, g, word] -> [w, p, g, word, par]: split into even / odd token words
-V_CHAIN_SHAPE = [WARPS, TOKENS_PER_WARP // 2, 8, 2, 2, 2, 2, 2]
+
+
+def v_chain_shape(warps: int = WARPS) -> list[int]:
+    return [warps, tokens_per_warp(warps) // 2, 8, 2, 2, 2, 2, 2]
+
+
 V_CHAIN_ORDER = [0, 1, 4, 3, 7, 6, 5, 2]
 # head dim bit of each bit of the output column n: n0 n1 n2 = g -> d4 d5 d6; n3..n6 = the element of the 8-byte
 # chunk -> d0..d3, i.e. pv_dim(n) = 16 (n & 7) + (n >> 3)
 PV_DIM_BITS = (4, 5, 6, 0, 1, 2, 3)
 
+
 # each warp's output accumulator columns n (head dim pv_dim(n)) back in head-dim order, in registers before the warps
-# combine: [4, 16, 128] viewed as [4, 16, n >> 3, n & 7], permuted to [4, 16, n & 7, n >> 3] and flattened is index
+# combine: [w, 16, 128] viewed as [w, 16, n >> 3, n & 7], permuted to [w, 16, n & 7, n >> 3] and flattened is index
 # 16 (n & 7) + (n >> 3) = pv_dim(n)
-OUT_COLUMNS_SHAPE = [WARPS, BLOCK_H, 16, 8]
+def out_columns_shape(warps: int = WARPS) -> list[int]:
+    return [warps, BLOCK_H, 16, 8]
+
+
 OUT_COLUMNS_ORDER = [0, 1, 3, 2]
+
+# every map above per program warp count, as plain data (the kernel's constexpr functions read them: a Gluon
+# constexpr function may only call other Gluon functions, not these)
+WARP_MAPS = {warps: dict(tokens_per_warp=tokens_per_warp(warps), mma_warps=mma_warps(warps),
+                         k_words_shape=k_words_shape(warps), k_words_bases=k_words_bases(warps),
+                         k_chain_shape=k_chain_shape(warps), v_words_shape=v_words_shape(warps),
+                         v_words_bases=v_words_bases(warps), v_chain_shape=v_chain_shape(warps),
+                         out_columns_shape=out_columns_shape(warps))
+             for warps in PROGRAM_WARPS}
+# the 4-warp program's maps by name (tests and tools read these)
+MMA_WARPS = mma_warps(WARPS)
+K_WORDS_SHAPE = k_words_shape(WARPS)
+K_WORDS_BASES = k_words_bases(WARPS)
+K_CHAIN_SHAPE = k_chain_shape(WARPS)
+V_WORDS_SHAPE = v_words_shape(WARPS)
+V_WORDS_BASES = v_words_bases(WARPS)
+V_CHAIN_SHAPE = v_chain_shape(WARPS)
+OUT_COLUMNS_SHAPE = out_columns_shape(WARPS)
 
 # ---- the one-multiply decode ("window"; docs/hopper.md "One multiply per pair") --------------------------------------
 # The exact decode multiplies each placed pair (e2m1 x 2**-126) by 2**126 and by the scale 2**(e - 127). The window
@@ -150,14 +214,14 @@ def linear_layout_apply(bases: dict, reg: int, lane: int, warp: int) -> tuple[in
     return tuple(out)
 
 
-def k_word_offset(w: int, n: int, c: int, j: int) -> int:
+def k_word_offset(w: int, n: int, c: int, j: int, warps: int = WARPS) -> int:
     """Word offset in the record of element [w, n, c, j] of the K words tensor."""
-    return (TOKENS_PER_WARP * w + n) * CODE_WORDS + 4 * c + j
+    return (tokens_per_warp(warps) * w + n) * CODE_WORDS + 4 * c + j
 
 
-def v_word_offset(w: int, p: int, par: int, g: int, word: int) -> int:
+def v_word_offset(w: int, p: int, par: int, g: int, word: int, warps: int = WARPS) -> int:
     """Word offset in the record of element [w, p, par, g, word] of the V words tensor."""
-    return (TOKENS_PER_WARP * w + 2 * p + par) * CODE_WORDS + 2 * g + word
+    return (tokens_per_warp(warps) * w + 2 * p + par) * CODE_WORDS + 2 * g + word
 
 
 # ---- index_topk: the fp8 index-K scorer (index_topk.py) -------------------------------------------------------------

@@ -44,42 +44,25 @@ from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checke
 
 from . import NAME
 from . import layout as L
-from ._decode import (BYTE_TOPS, decode_k_operand, decode_v_operand, scale_bf16x2, window_misses, window_probabilities,
-                      window_query, window_scale_bf16x2)
+from ._decode import (BYTE_TOPS, decode_k_operand, decode_v_operand, scale_bf16x2, warp_map, window_misses,
+                      window_probabilities, window_query, window_scale_bf16x2)
 
 LOG2E = 1.4426950408889634
 
 PAGE = gl.constexpr(L.PAGE_SIZE)
 HEAD_DIM = gl.constexpr(L.HEAD_DIM)
 BLOCK_H = gl.constexpr(L.BLOCK_H)
-WARPS = gl.constexpr(L.WARPS)
-TOKENS_PER_WARP = gl.constexpr(L.TOKENS_PER_WARP)
 RECORD_WORDS = gl.constexpr(L.RECORD_WORDS)
 CODE_WORDS = gl.constexpr(L.CODE_WORDS)
 SCALE_WORD = gl.constexpr(L.SCALE_WORD)
 V_PARITY_LAST = gl.constexpr(L.V_PARITY_LAST)
-OUT_COLUMNS_SHAPE = gl.constexpr(L.OUT_COLUMNS_SHAPE)
 OUT_COLUMNS_ORDER = gl.constexpr(L.OUT_COLUMNS_ORDER)
 
-MMA = gl.constexpr(gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.MMA_WARPS, instr_shape=L.MMA_INSTR_SHAPE))
-A_OPERAND = gl.constexpr(gl.DotOperandLayout(0, MMA.value, L.K_WIDTH))  # Q [4, 16, 128] and P [4, 16, 32]
-B_OPERAND = gl.constexpr(gl.DotOperandLayout(1, MMA.value, L.K_WIDTH))  # K^T [4, 128, 32] and V [4, 32, 128]
-K_WORDS = gl.constexpr(gl.DistributedLinearLayout(**L.K_WORDS_BASES))
-V_WORDS = gl.constexpr(gl.DistributedLinearLayout(**L.V_WORDS_BASES))
-ROWS_MMA = gl.constexpr(gl.SliceLayout(2, MMA.value))  # [4, 16] per-warp softmax state
-COPY_CODES = gl.constexpr(gl.BlockedLayout([1, L.COPY_CODE_VEC], [8, 4], [L.WARPS, 1], [1, 0]))  # [128, 16] words
-COPY_SCALES = gl.constexpr(gl.BlockedLayout([1], [32], [L.WARPS], [0]))  # [128] words
 RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [stages, 128, 16]: unswizzled [128, 16] stages
 RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))  # [stages, 128]
-Q_LOAD = gl.constexpr(gl.BlockedLayout([1, 8], [2, 16], [L.WARPS, 1], [1, 0]))  # [16, 128] bf16, 16 B per load
 Q_BITS_SHAPE = gl.constexpr(L.Q_BITS_SHAPE)
 Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
 MERGE_TRIP = gl.constexpr(8)  # partials per trip of the in-launch split merge (_merge_row)
-PARTIALS = gl.constexpr(gl.BlockedLayout([MERGE_TRIP.value, 1, 4], [1, 4, 8], [1, L.WARPS, 1], [2, 1, 0]))
-# the warp combine: [4 warps, 16, 128] fp32 with the warp dimension in each thread's registers, so the sum over warps
-# is register-only after one trip through shared memory (COMBINE_SMEM: 16-byte units swizzled by row)
-COMBINE = gl.constexpr(gl.BlockedLayout([L.WARPS, 1, 4], [1, 4, 8], [1, L.WARPS, 1], [2, 1, 0]))
-COMBINE_OUT = gl.constexpr(gl.SliceLayout(0, COMBINE.value))  # [16, 128]: 4 consecutive head dims per thread
 COMBINE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(4, 1, 8, [2, 1, 0]))
 STATE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [2, 4 warps, 16]: m and l ([4, 16] stages)
 Q_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [16, 128] bf16 Q, once per program
@@ -91,14 +74,79 @@ DENSE = gl.constexpr(SOURCE_DENSE)
 SPARSE = gl.constexpr(SOURCE_SPARSE)
 
 
+# ---- the program's layouts, by its warp count (gl.num_warps(): 4, or 8 for small batches; layout.PROGRAM_WARPS) ------
+@gluon.constexpr_function
+def _mma(warps):
+    """The MMA layout: mma.sync m16n8k16 with the warp as a leading batch dimension ([w, 16 heads, n])."""
+    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=warp_map("mma_warps", warps), instr_shape=L.MMA_INSTR_SHAPE)
+
+
+@gluon.constexpr_function
+def _a_operand(warps):  # Q [w, 16, 128] and P [w, 16, 128 / w]
+    return gl.DotOperandLayout(0, _mma(warps), L.K_WIDTH)
+
+
+@gluon.constexpr_function
+def _b_operand(warps):  # K^T [w, 128, 128 / w] and V [w, 128 / w, 128]
+    return gl.DotOperandLayout(1, _mma(warps), L.K_WIDTH)
+
+
+@gluon.constexpr_function
+def _rows_mma(warps):  # [w, 16] per-warp softmax state
+    return gl.SliceLayout(2, _mma(warps))
+
+
+@gluon.constexpr_function
+def _k_words(warps):
+    return gl.DistributedLinearLayout(**warp_map("k_words_bases", warps))
+
+
+@gluon.constexpr_function
+def _v_words(warps):
+    return gl.DistributedLinearLayout(**warp_map("v_words_bases", warps))
+
+
+@gluon.constexpr_function
+def _copy_codes(warps):  # [128, 16] words: 16 B per cp.async
+    return gl.BlockedLayout([1, L.COPY_CODE_VEC], [8, 4], [warps, 1], [1, 0])
+
+
+@gluon.constexpr_function
+def _copy_scales(warps):  # [128] words (8 warps: two threads per word, the copy issued once: the compiler masks)
+    return gl.BlockedLayout([1], [32], [warps], [0])
+
+
+@gluon.constexpr_function
+def _q_load(warps):  # [16, 128] bf16, 16 B per load
+    return gl.BlockedLayout([1, 8], [2, 16], [warps, 1], [1, 0])
+
+
+@gluon.constexpr_function
+def _partials(warps):  # [MERGE_TRIP, 16, 128] of the split merge: the split dimension in each thread's registers
+    return gl.BlockedLayout([MERGE_TRIP.value, 1, 4], [1, 4, 8], [1, 4, warps // 4], [2, 1, 0])
+
+
+@gluon.constexpr_function
+def _combine(warps):
+    """The warp combine: [w, 16, 128] fp32 with the warp dimension in each thread's registers, so the sum over warps
+    is register-only after one trip through shared memory (COMBINE_SMEM: 16-byte units swizzled by row)."""
+    return gl.BlockedLayout([warps, 1, 4], [1, 4, 8], [1, 4, warps // 4], [2, 1, 0])
+
+
+@gluon.constexpr_function
+def _combine_out(warps):  # [16, 128]: 4 consecutive head dims per thread
+    return gl.SliceLayout(0, _combine(warps))
+
+
+
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
 
 # ---- device code ---------------------------------------------------------------------------------------------------
 @gluon.constexpr_function
-def _ids_layout(n):
-    """A row's n (a power of two) top-k ids in one warp, repeated in the 4 warps: the counts over them are shuffles
+def _ids_layout(n, warps):
+    """A row's n (a power of two) top-k ids in one warp, repeated in every warp: the counts over them are shuffles
     within the warp, no shared memory or CTA barrier (spread over the warps they took 4 barriers)."""
-    return gl.BlockedLayout([max(1, n // 32)], [32], [L.WARPS], [0])
+    return gl.BlockedLayout([max(1, n // 32)], [32], [warps], [0])
 
 
 @gluon.jit
@@ -125,7 +173,7 @@ def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, tabl
         else:
             BLOCK_TOKENS: gl.constexpr = PAGE * PPB
             ids_base = (head * num_tokens + token) * topk  # int32, as table_base
-            j = gl.arange(0, TOPK_POW2, layout=_ids_layout(TOPK_POW2))
+            j = gl.arange(0, TOPK_POW2, layout=_ids_layout(TOPK_POW2, gl.num_warps()))
             ids = gl.load(topk_ptr + ids_base + j, mask=j < topk, other=-1)
             own = position // BLOCK_TOKENS
             n_full = gl.sum(((ids >= 0) & (ids != own)).to(gl.int32), axis=0)
@@ -186,6 +234,9 @@ def _issue_page(k_ptr, v_ptr, page_id, context, page_index, page_end, slot, k_co
     """cp.async the records of page ``page_index`` of the row (folded page ``page_id``) into ring slot ``slot``; tokens
     past the context (and the whole page when page_index >= page_end) are masked: never read from global memory,
     zero-filled in the ring."""
+    WARPS: gl.constexpr = gl.num_warps()
+    COPY_CODES: gl.constexpr = _copy_codes(WARPS)
+    COPY_SCALES: gl.constexpr = _copy_scales(WARPS)
     has_page = page_index < page_end
     page = page_id.to(gl.int64)
     valid = gl.where(has_page, gl.minimum(context - page_index * PAGE, PAGE), 0)
@@ -207,6 +258,8 @@ def _issue_page(k_ptr, v_ptr, page_id, context, page_index, page_end, slot, k_co
 def _load_query(q_ptr, row, group):
     """Q [16 heads, 128] in the operand's column order (column k holds head dim layout.qk_dim(k); bf16, e4m3 widened
     exactly; heads >= group are 0): one coalesced 16-byte load per 8 dims, relabelled in registers (layout.Q_BITS_*)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    Q_LOAD: gl.constexpr = _q_load(WARPS)
     head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, Q_LOAD))
     dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, Q_LOAD))
     q = gl.load(q_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], mask=(head < group)[:, None],
@@ -219,6 +272,8 @@ def _load_query(q_ptr, row, group):
 def _q_operand(q):
     """Q [16, 128] in operand column order -> the A operand [4 warps, 16, 128] (every warp holds all of it): one trip
     through shared memory (a convert_layout took 8 rounds through the compiler's scratch, 16 CTA barriers)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    A_OPERAND: gl.constexpr = _a_operand(WARPS)
     one = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_H, HEAD_DIM], Q_SMEM, q).load(gl.SliceLayout(0, A_OPERAND))
     return gl.broadcast(gl.expand_dims(one, 0), gl.zeros([WARPS, BLOCK_H, HEAD_DIM], gl.bfloat16, A_OPERAND))[0]
 
@@ -228,7 +283,11 @@ def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr):
     """K^T of ring slot ``slot`` as the B operand of Q.K^T [4 warps, 128 (head dim layout.qk_dim(k)), 32 tokens]:
     words [w, n, c, j] + the scale byte of chunk c of each token, decoded in the registers that loaded them (FAST:
     the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
-    k_words = k_codes.index(slot).reshape(L.K_WORDS_SHAPE).load(K_WORDS)
+    WARPS: gl.constexpr = gl.num_warps()
+    K_WORDS: gl.constexpr = _k_words(WARPS)
+    B_OPERAND: gl.constexpr = _b_operand(WARPS)
+    TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
+    k_words = k_codes.index(slot).reshape(warp_map("k_words_shape", WARPS)).load(K_WORDS)
     k_scale_layout: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, K_WORDS))
     k_scale_words = k_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP]).load(k_scale_layout)
     chunk = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, K_WORDS))))
@@ -242,7 +301,11 @@ def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
     """V of ring slot ``slot`` as the B operand of P.V [4 warps, 32 tokens, 128 (head dim layout.pv_dim(n))]: words
     [w, p, par, g, word], the token parity split into (even, odd) words, decoded in the registers that loaded them
     (FAST: the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
-    v_words = gl.permute(v_codes.index(slot).reshape(L.V_WORDS_SHAPE).load(V_WORDS), V_PARITY_LAST.value)
+    WARPS: gl.constexpr = gl.num_warps()
+    V_WORDS: gl.constexpr = _v_words(WARPS)
+    B_OPERAND: gl.constexpr = _b_operand(WARPS)
+    TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
+    v_words = gl.permute(v_codes.index(slot).reshape(warp_map("v_words_shape", WARPS)).load(V_WORDS), V_PARITY_LAST.value)
     v_scale_words = v_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP // 2, 2]).load(
         gl.SliceLayout(3, gl.SliceLayout(4, V_WORDS)))
     group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
@@ -259,6 +322,9 @@ def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
 @gluon.jit
 def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.constexpr):
     """Q.K^T of ring slot ``slot`` (tokens first_token + 32 w + n of warp w) in log2 units; tokens >= context: -inf."""
+    WARPS: gl.constexpr = gl.num_warps()
+    MMA: gl.constexpr = _mma(WARPS)
+    TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
     logits = mma_v2(q, _k_operand(k_codes, k_scales, slot, FAST),
                     gl.zeros([WARPS, BLOCK_H, TOKENS_PER_WARP], gl.float32, MMA)) * scale
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, MMA)))
@@ -271,6 +337,8 @@ def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.co
 def _p_operand(p, FAST: gl.constexpr):
     """P (fp32, the QK accumulator layout) as the A operand of P.V: rounded to bf16 in the registers as they are
     (FAST: then x 2**WINDOW_SHIFT, exactly, for the one-multiply V)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    A_OPERAND: gl.constexpr = _a_operand(WARPS)
     p = p.to(gl.bfloat16)
     if FAST:
         p = window_probabilities(p)
@@ -298,6 +366,10 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
     """Pages [page_begin, page_end) of the row through the ring -> per warp (m, l, O) and whether the pass was exact:
     always with FAST False; with FAST (the one-multiply decode) only if every scale byte streamed and every query
     element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
+    WARPS: gl.constexpr = gl.num_warps()
+    MMA: gl.constexpr = _mma(WARPS)
+    ROWS_MMA: gl.constexpr = _rows_mma(WARPS)
+    COPY_SCALES: gl.constexpr = _copy_scales(WARPS)
     q = _load_query(q_ptr, row, group)  # first: its latency overlaps the table loads and copies below
     for s in gl.static_range(STAGES - 1):  # prologue: the first STAGES - 1 pages in flight
         block = _block_of(topk_ptr, ids_base, page_begin + s, table_end, SOURCE, PPB)
@@ -351,7 +423,10 @@ def _combine_warps(m_i, l_i, acc):
     registers first), and after one barrier each thread reads every warp's values of its outputs and combines them in
     registers (the compiler's cross-warp reductions and layout conversions took ~1000 instructions and 19 barriers).
     A warp without tokens (m -inf) gets weight 0."""
-    acc = gl.reshape(gl.permute(gl.reshape(acc, OUT_COLUMNS_SHAPE.value), OUT_COLUMNS_ORDER.value),
+    WARPS: gl.constexpr = gl.num_warps()
+    COMBINE: gl.constexpr = _combine(WARPS)
+    COMBINE_OUT: gl.constexpr = _combine_out(WARPS)
+    acc = gl.reshape(gl.permute(gl.reshape(acc, warp_map("out_columns_shape", WARPS)), OUT_COLUMNS_ORDER.value),
                      [WARPS, BLOCK_H, HEAD_DIM])
     state = gl.allocate_shared_memory(gl.float32, [2, WARPS, BLOCK_H], STATE_SMEM)  # m, l: live beside O (one
     state.index(0).store(m_i)  # barrier for all three; buffers allocated one after the other were aliased, each
@@ -432,6 +507,7 @@ def _pa_decode_kernel(
     has_context = _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk, SOURCE)
 
     m_all, l_sum, o = _combine_warps(m_i, l_i, acc)
+    COMBINE_OUT: gl.constexpr = _combine_out(gl.num_warps())
     head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(1, COMBINE_OUT))
     dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, COMBINE_OUT))
     # l > 0: a softmax; l == 0: no token, or every logit -inf; l NaN: a NaN or +inf logit (docs/api.md)
@@ -462,6 +538,8 @@ def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num
     from L2 (.cg: other programs wrote them) MERGE_TRIP splits per trip as one [splits, 16, 128] block whose split
     dimension lies in each thread's registers, so a trip's loads are in flight together and the sums over splits are
     register-only; splits past the last read nothing (lse -inf: weight 0)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    PARTIALS: gl.constexpr = _partials(WARPS)
     split = gl.arange(0, MERGE_TRIP, layout=gl.SliceLayout(1, gl.SliceLayout(2, PARTIALS)))
     head = gl.arange(0, BLOCK_H, layout=gl.SliceLayout(0, gl.SliceLayout(2, PARTIALS)))
     dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, gl.SliceLayout(1, PARTIALS)))
@@ -505,14 +583,21 @@ class HopperConfig:
     programs_per_sm: int = 3
     maxnreg: int | None = 168  # the direct kernel's own count: keeps the query_scale variant (191 uncapped) at 3
     # programs per SM without spills (evals/bench/hopper_sass.py; a 128 cap spills 120 B of stack)
+    warps: int | None = None  # None: the policy (``warps_for``: 8 where each SM holds at most one program of >= 8
+    # pages, else 4); 4 (32 tokens of each page per warp) or 8 (16 per warp: about half the per-page chain) forced
     fast_decode: bool = True  # the one-multiply decode with its exact fallback (layout.WINDOW_*); False: the exact
     # decode only (same bits; tests compare the two, benchmarks measure the difference)
 
 
+    def __post_init__(self):
+        expect(self.warps is None or (type(self.warps) is int and self.warps in L.PROGRAM_WARPS), "HopperConfig.warps",
+               f"None or one of {L.PROGRAM_WARPS}", self.warps)
+
+
 DEFAULT_CONFIG = HopperConfig()
-NUM_WARPS = L.WARPS  # the layouts are written for 4 warps
 MIN_PAGES_PER_SPLIT = 2  # a split of one page would spend its time in the prologue / epilogue
 FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only while each keeps this many pages
+EIGHT_WARP_MIN_PAGES = 8  # the 8-warp program only for splits this long (``warps_for``)
 MAX_SPLITS = 64  # the row's last split merges the partials, MERGE_TRIP a trip (342 partials: 105 us for 1 x 131K)
 ONE_PAGE_SPLIT_WIDTH = 16  # tables this narrow split one page per program when rows x width <= SMs (H200 sweep
 # 2026-12-03: 1 / 4 / 8 rows x 16 pages 10.5 / 11.0 / 11.7 us at 16 splits against 11.0 / 11.8 / 12.4 at 8;
@@ -551,6 +636,24 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     per_sm = sms // num_rows
     wave = min(programs_per_sm * sms // num_rows, max_table_width // FILL_PAGES_PER_SPLIT)
     return max(1, min(max(per_sm, wave), most))
+
+
+def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device: torch.device) -> int:
+    """The program's warp count for a launch of ``programs`` programs (rows x splits) of ``pages_per_split`` pages:
+    ``config.warps`` when forced; else SMALL_BATCH_WARPS (8 x 16 tokens of each page) where the programs fit one per
+    SM and each streams at least EIGHT_WARP_MIN_PAGES pages, WARPS (4 x 32 tokens) otherwise.
+
+    Measured on the H200 (docs/hopper.md "8 warps per program", forced warp counts at every split count, same run):
+    at one program per SM the 8-warp program streams pages 10-18% faster (1 row x 1024 pages, 64 splits of 16 pages:
+    30.4 us against 33.8; 4 x 256, 32 splits of 8: 20.0 against 21.2), but a program of 1-4 pages is slower with 8
+    warps (1 x 16 pages, 16 splits: 8.4 us against 7.8; its once-per-program combine and merge cost more than the
+    halved page chain saves), and where programs share SMs the 4-warp program's fewer instructions per element win
+    (128 x 16 pages, 2 splits: 33.0 us at 8 warps against 25.0)."""
+    if config.warps is not None:
+        return config.warps
+    if programs <= _sms(device) and pages_per_split >= EIGHT_WARP_MIN_PAGES:
+        return L.SMALL_BATCH_WARPS
+    return L.WARPS
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
@@ -676,7 +779,7 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
         float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, FAST_DECODE=cfg.fast_decode,
         SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb,
-        num_warps=NUM_WARPS,
+        num_warps=warps_for(cfg, rows * splits, pages_per_split, q.device),
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     return out
@@ -775,6 +878,7 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
                  "PPB": pages_per_block if source == "sparse" else 1}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
-    options = {"num_warps": NUM_WARPS, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}
+    warps = L.WARPS if config.warps is None else config.warps
+    options = {"num_warps": warps, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}
     return triton.compile(GluonASTSource(_pa_decode_kernel, SIGNATURE, constants, attrs),
                           target=GPUTarget("cuda", 90, 32), options=options)

@@ -103,7 +103,11 @@ def _check(got, ref, lens):
 # ---- the decode, register by register ------------------------------------------------------------------------------
 @gluon.jit
 def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_ptr, FAST: gl.constexpr):
-    """Copy page 0 of the table as pa_decode does, decode both operands, store them [w, k, n] from their registers."""
+    """Copy page 0 of the table as pa_decode does, decode both operands, store them [w, k, n] from their registers
+    (w warps: the launch's num_warps, 4 or 8; 128 / w tokens per warp)."""
+    W: gl.constexpr = gl.num_warps()
+    T: gl.constexpr = 128 // W
+    B: gl.constexpr = P._b_operand(W)
     k_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
     k_scales = gl.allocate_shared_memory(gl.int32, [1, P.PAGE], P.RING_SCALES)
     v_codes = gl.allocate_shared_memory(gl.int32, [1, P.PAGE, P.CODE_WORDS], P.RING_CODES)
@@ -114,18 +118,18 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     async_copy.commit_group()
     async_copy.wait_group(0)
     P._cta_barrier()
-    kt = P._k_operand(k_codes, k_scales, 0, FAST)  # [4, 128, 32]
-    w = gl.arange(0, 4, layout=gl.SliceLayout(1, gl.SliceLayout(2, P.B_OPERAND)))
-    k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, P.B_OPERAND)))
-    n = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, P.B_OPERAND)))
-    gl.store(kt_ptr + w[:, None, None] * 4096 + k[None, :, None] * 32 + n[None, None, :], kt)
-    v = P._v_operand(v_codes, v_scales, 0, FAST)  # [4, 32, 128]
-    t = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, P.B_OPERAND)))
-    c = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, P.B_OPERAND)))
-    gl.store(v_out_ptr + w[:, None, None] * 4096 + t[None, :, None] * 128 + c[None, None, :], v)
+    kt = P._k_operand(k_codes, k_scales, 0, FAST)  # [W, 128, T]
+    w = gl.arange(0, W, layout=gl.SliceLayout(1, gl.SliceLayout(2, B)))
+    k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, B)))
+    n = gl.arange(0, T, layout=gl.SliceLayout(0, gl.SliceLayout(1, B)))
+    gl.store(kt_ptr + w[:, None, None] * (128 * T) + k[None, :, None] * T + n[None, None, :], kt)
+    v = P._v_operand(v_codes, v_scales, 0, FAST)  # [W, T, 128]
+    t = gl.arange(0, T, layout=gl.SliceLayout(0, gl.SliceLayout(2, B)))
+    c = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, B)))
+    gl.store(v_out_ptr + w[:, None, None] * (128 * T) + t[None, :, None] * 128 + c[None, None, :], v)
 
 
-def _operands_match(seed, scale_bytes, fast, reference):
+def _operands_match(seed, scale_bytes, fast, reference, warps=L.WARPS):
     """Pages whose 8192 code bytes are 32 permutations of 0..255 and whose scale bytes sweep ``scale_bytes`` (each in
     every block position over the 4 pages): the K^T and V operands decoded from the registers (the one-multiply
     decode when ``fast``) hold, bit for bit, ``reference(values fp32 [128 tokens, 128 dims])`` as bf16 at the lane
@@ -136,8 +140,9 @@ def _operands_match(seed, scale_bytes, fast, reference):
     gen = torch.Generator().manual_seed(seed)
     qk_dim = torch.tensor([L.qk_dim(k) for k in range(L.HEAD_DIM)])
     pv_dim = torch.tensor([L.pv_dim(n) for n in range(L.HEAD_DIM)])
-    w, k, n = torch.meshgrid(torch.arange(4), torch.arange(128), torch.arange(32), indexing="ij")
-    wv, t, c = torch.meshgrid(torch.arange(4), torch.arange(32), torch.arange(128), indexing="ij")
+    tokens = L.tokens_per_warp(warps)
+    w, k, n = torch.meshgrid(torch.arange(warps), torch.arange(128), torch.arange(tokens), indexing="ij")
+    wv, t, c = torch.meshgrid(torch.arange(warps), torch.arange(tokens), torch.arange(128), indexing="ij")
     for page in range(4):
         rec = torch.empty(1, 1, L.RECORD_BYTES, dtype=torch.uint8)
         rec[0, 0, :L.SCALE_OFFSET] = torch.stack([torch.randperm(256, generator=gen) for _ in range(32)]).flatten()
@@ -145,23 +150,25 @@ def _operands_match(seed, scale_bytes, fast, reference):
         ref = reference(dequantize_mxfp4(data_view(rec)[0, 0], scale_view(rec)[0, 0], torch.float32))
         ref = ref.bfloat16().view(torch.int16)
         words = rec.to(DEV).view(torch.int32)
-        kt = torch.empty(4, 128, 32, dtype=torch.bfloat16, device=DEV)
-        v = torch.empty(4, 32, 128, dtype=torch.bfloat16, device=DEV)
+        kt = torch.empty(warps, 128, tokens, dtype=torch.bfloat16, device=DEV)
+        v = torch.empty(warps, tokens, 128, dtype=torch.bfloat16, device=DEV)
         tables = torch.zeros(1, dtype=torch.int32, device=DEV)
-        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, fast, num_warps=L.WARPS)
-        assert torch.equal(kt.cpu().view(torch.int16), ref[32 * w + n, qk_dim[k]])
-        assert torch.equal(v.cpu().view(torch.int16), ref[32 * wv + t, pv_dim[c]])
+        _operands_kernel[(1,)](words, words, tables, 128, 1, kt, v, fast, num_warps=warps)
+        assert torch.equal(kt.cpu().view(torch.int16), ref[tokens * w + n, qk_dim[k]])
+        assert torch.equal(v.cpu().view(torch.int16), ref[tokens * wv + t, pv_dim[c]])
 
 
-def test_decoded_operands_bit_exact():
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+def test_decoded_operands_bit_exact(warps):
     """The exact decode: every code byte, scale bytes 1..254 (the values are exact in bf16, or its Inf)."""
-    _operands_match(3, torch.arange(1, 255, dtype=torch.uint8), False, lambda values: values)
+    _operands_match(3, torch.arange(1, 255, dtype=torch.uint8), False, lambda values: values, warps)
 
 
-def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_63():
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_63(warps):
     """The one-multiply decode: every code byte, every scale byte of the window and 0 (exact: normal or zero)."""
     inside = torch.tensor([0] + list(range(L.WINDOW_LOW, L.WINDOW_HIGH + 1)), dtype=torch.uint8)
-    _operands_match(4, inside, True, lambda values: values * 2.0 ** -L.WINDOW_SHIFT)
+    _operands_match(4, inside, True, lambda values: values * 2.0 ** -L.WINDOW_SHIFT, warps)
 
 
 # ---- pa_decode -----------------------------------------------------------------------------------------------------
@@ -186,25 +193,42 @@ def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
     assert np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30) < ATTN_REL_TOL
 
 
-EXACT_ONLY = P.HopperConfig(fast_decode=False)
+
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+@pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, 1), (5, 7, 65, 9),
+                                                     (1, 16, 64, None), (3, 1, 2, 2), (4, 16, 7, 2),
+                                                     (2, 16, 16, None)])
+def test_both_warp_counts_vs_fp64(warps, rows, group, width, splits):
+    """Either program (4 warps x 32 tokens of each page, 8 x 16: ``HopperConfig.warps`` forced; the policy picks 8
+    where each SM holds at most one program) against the oracle: irregular lengths, poison past every context."""
+    gen = torch.Generator().manual_seed(100 + rows + width)
+    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
+    lens[0], lens[-1] = width * 128, 0 if rows > 1 else width * 128
+    if rows > 3:
+        lens[1], lens[2] = 1, 129
+    case = _case(gen, rows, group, width, lens)
+    got, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps))
+    _check(got, _oracle(*case, 0.09), lens)
 
 
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
 @pytest.mark.parametrize("rows,width,splits", [(37, 33, None), (300, 16, None), (5, 65, 9), (3, 2, 2)])
-def test_one_multiply_pass_gives_the_exact_pass_bits(rows, width, splits):
+def test_one_multiply_pass_gives_the_exact_pass_bits(rows, width, splits, warps):
     """Scales 122..132 (inside the window), poison past every context: the default kernel takes the one-multiply pass
-    (hopper_bench times it against the exact-only kernel) and must give the same bits."""
+    (hopper_bench times it against the exact-only kernel) and must give the same bits (at either warp count)."""
     gen = torch.Generator().manual_seed(31 + rows)
     lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
     lens[0] = width * 128
     case = _case(gen, rows, 16, width, lens)
-    fast, _ = _run(*case, 0.09, num_splits=splits)
-    exact, _ = _run(*case, 0.09, num_splits=splits, config=EXACT_ONLY)
+    fast, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps))
+    exact, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, fast_decode=False))
     assert np.array_equal(fast, exact)
     _check(fast, _oracle(*case, 0.09), lens)
 
 
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
 @pytest.mark.parametrize("splits", [1, 4])
-def test_a_program_outside_the_window_takes_the_exact_pass(splits):
+def test_a_program_outside_the_window_takes_the_exact_pass(splits, warps):
     """Owned tokens whose scale bytes the one-multiply decode cannot take (200: its constant overflows; 30: the values
     underflow), and a query element of 2**70: those programs must redo their pages exactly (bit for bit the exact-only
     kernel; the one-multiply values would be Inf / NaN / 0 there); the other rows stay on the fast pass."""
@@ -221,8 +245,9 @@ def test_a_program_outside_the_window_takes_the_exact_pass(splits):
     page, at = scale_at(3, 5)
     v[page, 0, at] = 255  # a NaN scale in an owned token: NaN through both passes
     q[4, 2, 17] = 2.0 ** 70
-    got, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits)
-    want, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits, config=EXACT_ONLY)
+    got, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps))
+    want, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits,
+                   config=P.HopperConfig(warps=warps, fast_decode=False))
     assert np.array_equal(got, want, equal_nan=True)
     assert np.isfinite(got[[0, 1, 2, 4, 5]]).all() and (got[1, :, 64:96] != 0).any()
     assert np.isnan(got[3]).any()
@@ -287,14 +312,16 @@ def test_through_the_ops_api_with_checks():
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < ATTN_REL_TOL
 
 
-@pytest.mark.parametrize("rows,width,splits", [(8, 64, None), (128, 64, None), (600, 4, 1)],
-                         ids=["split", "split-wave", "direct"])
+@pytest.mark.parametrize("rows,width,splits", [(8, 64, None), (128, 64, None), (600, 4, 1), (16, 64, None)],
+                         ids=["split", "split-wave", "direct", "split-8-warps"])
 def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     gen = torch.Generator().manual_seed(7 * rows)
     lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
     q, k, v, tables, context_lens = (x.to(DEV) for x in _case(gen, rows, 16, width, lens))
     plan = hopper_backend.make_plan(rows, width, 16, DEV, num_splits=splits)
     assert (plan.num_splits > 1) == (splits is None)
+    warps = P.warps_for(plan.config, rows * plan.num_splits, plan.pages_per_split, DEV)
+    assert warps == (8 if rows == 16 else 4), warps  # 16 x 64: 8 splits of 8 pages, 128 programs
     out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
 
