@@ -47,29 +47,36 @@ def main():
            "write + index_topk with the fp8 index-K")
     from atom_mxfp4.kernels import hopper
     why = hopper.usable(DEV)
-    if why is None:  # the Gluon pa_decode (explicit backend "hopper"): direct, split, a larger plan
+    if why is None:  # the Gluon pa_decode (explicit backend "hopper"): direct, split, a larger plan; each with the
+        # policy's warp count and with the 8-warp program forced (HopperConfig.warps)
+        from atom_mxfp4.kernels.hopper.pa_decode import with_config
+        eight = hopper.HopperConfig(warps=8)
         for plan in (hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=1),
                      hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=2),
                      hopper.make_plan(64, tables.shape[1] + 30, 16, DEV)):
-            out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
-            hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None,
-                             plan=plan)
+            for each in (plan, with_config(plan, eight)):
+                out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
+                hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None,
+                                 plan=each)
         far = k.clone()  # every scale byte outside the one-multiply window: every program takes the exact pass too
         far[:, :, SCALE_OFFSET:] = 200
         for splits in (1, 2):
-            hopper.pa_decode(out, q[:5].contiguous(), far, v, tables, lens, softmax_scale=0.088, query_scale=None,
-                             plan=hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits))
+            plan = hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits)
+            for each in (plan, with_config(plan, eight)):
+                hopper.pa_decode(out, q[:5].contiguous(), far, v, tables, lens, softmax_scale=0.088,
+                                 query_scale=None, plan=each)
         # the fused attend (block table + top-k ids read in the launch): sparse and dense, direct and split, and the
         # exact pass; block-table entries past each request's pages point past the cache (never read)
         wide = torch.cat([block_table, torch.full_like(block_table, 2**20)], 1).contiguous()
         for splits in (1, 2):
             for cache in (k, far):
                 for ids_or_none, width in ((ids, ids.shape[2]), (None, wide.shape[1])):
-                    ran_fused = hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
-                                              topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088,
-                                              query_scale=None,
-                                              plan=hopper.make_plan(5, width, 16, DEV, num_splits=splits))
-                    assert ran_fused is out, "5 rows: the Hopper attend runs as one launch"
+                    plan = hopper.make_plan(5, width, 16, DEV, num_splits=splits)
+                    for each in (plan, with_config(plan, eight)):
+                        ran_fused = hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
+                                                  topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088,
+                                                  query_scale=None, plan=each)
+                        assert ran_fused is out, "5 rows: the Hopper attend runs as one launch"
         # the Hopper index scorer (fp8 and MXFP4 index-K): chunks of 1 and 2 blocks and the heuristic's, 2 / 3
         # stages; wide's entries past each request's pages point past the cache (read only for blocks <= the row's
         # own block: never)
@@ -79,8 +86,9 @@ def main():
                               index_k_dtype="fp8", config=config)
             hopper.index_topk(iq[:5].contiguous(), ik, wide, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                               index_k_dtype="mxfp4", config=config)
-        ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass)"
-                ", Hopper attend (sparse and dense, direct and split, both passes)"
+        ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass;"
+                " each at the policy's and at 8 warps)"
+                ", Hopper attend (sparse and dense, direct and split, both passes, 4 and 8 warps)"
                 ", Hopper index_topk (fp8 and MXFP4 index-K)")
     else:
         ran += f"; Hopper pa_decode not run: {why}"
