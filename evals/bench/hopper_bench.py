@@ -150,6 +150,33 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
         del sets
         torch.cuda.empty_cache()
     (out / "split_sweep.json").write_text(json.dumps(records, indent=1))
+    if warps:
+        plot_warps(records, out)
+
+
+def plot_warps(records: list, out: Path) -> None:
+    """warps_ab.png: per shape and split count, the time at 8 warps over the time at 4 (same run); below 1: 8 faster."""
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for rec in records:
+        splits = sorted(int(k[:-2]) for k in rec if k.endswith("w4") and f"{k[:-2]}w8" in rec)
+        pages = [-(-rec["pages"] // s) for s in splits]  # pages per split (split_pages rounds up)
+        ax.plot(pages, [rec[f"{s}w8"] / rec[f"{s}w4"] for s in splits], marker="o",
+                label=f"{rec['rows']} x {rec['pages']} pages")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("pages per split (program)")
+    ax.set_ylabel("time at 8 warps / time at 4 warps")
+    ax.set_title("Hopper pa_decode: 8 vs 4 warps per program, same run (CUDA-graph replay)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out / "warps_ab.png", dpi=120)
+    plt.close(fig)
 
 
 def profile(shapes) -> None:
