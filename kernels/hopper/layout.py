@@ -9,10 +9,12 @@ byte ``b`` of a token holds elements ``2b`` (low nibble) and ``2b + 1`` (high ni
 elements ``32k .. 32k + 31``. The kernel reads records as int32 words: 2176 words per record, codes in words
 ``16 t .. 16 t + 15`` of token ``t``, the token's 4 scale bytes in word ``2048 + t``.
 
-Work split: one program = 4 warps per (row, KV split); one loop trip = one 128-token page; warp ``w`` owns tokens
-``32 w .. 32 w + 31`` of the page for both products and keeps its own online-softmax state (m, l, O) until the end of
-the program, where the 4 warps are merged. Tensors carry the warp as a leading batch dimension of size 4, so the
-MMA layout is ``NVMMADistributedLayout(version [2, 0], warps_per_cta [4, 1, 1], instr_shape [1, 16, 8])``
+Work split: one program = 4 warps per (row, KV split) (or 8: ``SMALL_BATCH_WARPS``; every map that depends on the
+count is a function of it below, ``WARP_MAPS`` holds their values, the 4-warp ones keep their constant names); one
+loop trip = one 128-token page; warp ``w`` owns tokens ``32 w .. 32 w + 31`` (8 warps: ``16 w .. 16 w + 15``) of the
+page for both products and keeps its own online-softmax state (m, l, O) until the end of the program, where the warps
+are merged. Tensors carry the warp as a leading batch dimension, so the MMA layout is
+``NVMMADistributedLayout(version [2, 0], warps_per_cta [warps, 1, 1], instr_shape [1, 16, 8])``
 (``mma.sync.m16n8k16`` bf16, fp32 accumulate). Per lane ``c = lane & 3``, ``g = lane >> 2``.
 
 The K dimension of a product may be visited in any order, provided both operands use the same order:

@@ -15,10 +15,11 @@ Sentinels / guarantees:
 Decode (docs/hopper.md "One multiply per pair"): by default one multiply per bf16x2 pair, K and V decoded x 2**-63
 and Q, P x 2**63 (the same products, the same bits) while every scale byte the program streams is 0 or in
 [65, 191] and |q| < 2**64; a program that sees anything else redoes its pages with the exact two-multiply decode.
-Structure: one program = 4 warps per (row, split); the page records stream through a ring of
+Structure: one program = w warps per (row, split) (4, or 8 for long programs at one program per SM: ``warps_for``;
+the layouts come from ``gl.num_warps()``); the page records stream through a ring of
 ``HopperConfig.stages`` shared-memory stages with ``cp.async`` (commit / wait groups, one CTA barrier per page);
-each warp decodes its 32 tokens of the page straight into the B-operand registers of ``mma.sync`` (``_decode``),
-keeps its own online softmax, and feeds P to the P.V product from the QK accumulator registers. The 4 warps merge
+each warp decodes its 128 / w tokens of the page straight into the B-operand registers of ``mma.sync`` (``_decode``),
+keeps its own online softmax, and feeds P to the P.V product from the QK accumulator registers. The w warps merge
 (m, l, O) at the end. Q is loaded once per program with 16-byte loads and relabelled to the operand's column order;
 the page table entry of the next copy is loaded one loop trip ahead. Split-KV (grid rows x splits) when rows are few:
 partial (out, lse) in the plan's workspace, and the row's last split to finish (an acq_rel arrival counter per row,
@@ -64,7 +65,7 @@ Q_BITS_SHAPE = gl.constexpr(L.Q_BITS_SHAPE)
 Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
 MERGE_TRIP = gl.constexpr(8)  # partials per trip of the in-launch split merge (_merge_row)
 COMBINE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(4, 1, 8, [2, 1, 0]))
-STATE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [2, 4 warps, 16]: m and l ([4, 16] stages)
+STATE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [2, w warps, 16]: m and l ([w, 16] stages)
 Q_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [16, 128] bf16 Q, once per program
 WINDOW_QUERY_MAX = gl.constexpr(L.WINDOW_QUERY_MAX)
 # where a row's pages come from (the SOURCE constexpr): pa_decode's tables, or attend's block table (+ top-k ids)
@@ -112,7 +113,8 @@ def _copy_codes(warps):  # [128, 16] words: 16 B per cp.async
 
 
 @gluon.constexpr_function
-def _copy_scales(warps):  # [128] words (8 warps: two threads per word, the copy issued once: the compiler masks)
+def _copy_scales(warps):  # [128] words (8 warps: threads 128..255 repeat 0..127's words; the PTX predicates their
+    # cp.async off with tid < 128, so each word is copied once: hopper_sass.py --dump, 8_warps_split.ptx)
     return gl.BlockedLayout([1], [32], [warps], [0])
 
 
@@ -270,7 +272,7 @@ def _load_query(q_ptr, row, group):
 
 @gluon.jit
 def _q_operand(q):
-    """Q [16, 128] in operand column order -> the A operand [4 warps, 16, 128] (every warp holds all of it): one trip
+    """Q [16, 128] in operand column order -> the A operand [w warps, 16, 128] (every warp holds all of it): one trip
     through shared memory (a convert_layout took 8 rounds through the compiler's scratch, 16 CTA barriers)."""
     WARPS: gl.constexpr = gl.num_warps()
     A_OPERAND: gl.constexpr = _a_operand(WARPS)
@@ -280,7 +282,7 @@ def _q_operand(q):
 
 @gluon.jit
 def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr):
-    """K^T of ring slot ``slot`` as the B operand of Q.K^T [4 warps, 128 (head dim layout.qk_dim(k)), 32 tokens]:
+    """K^T of ring slot ``slot`` as the B operand of Q.K^T [w warps, 128 (head dim layout.qk_dim(k)), 128 / w tokens]:
     words [w, n, c, j] + the scale byte of chunk c of each token, decoded in the registers that loaded them (FAST:
     the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
     WARPS: gl.constexpr = gl.num_warps()
@@ -298,7 +300,7 @@ def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr):
 
 @gluon.jit
 def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
-    """V of ring slot ``slot`` as the B operand of P.V [4 warps, 32 tokens, 128 (head dim layout.pv_dim(n))]: words
+    """V of ring slot ``slot`` as the B operand of P.V [w warps, 128 / w tokens, 128 (head dim layout.pv_dim(n))]: words
     [w, p, par, g, word], the token parity split into (even, odd) words, decoded in the registers that loaded them
     (FAST: the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
     WARPS: gl.constexpr = gl.num_warps()
@@ -321,7 +323,7 @@ def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
 
 @gluon.jit
 def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.constexpr):
-    """Q.K^T of ring slot ``slot`` (tokens first_token + 32 w + n of warp w) in log2 units; tokens >= context: -inf."""
+    """Q.K^T of ring slot ``slot`` (tokens first_token + (128 / w) x warp + n) in log2 units; tokens >= context: -inf."""
     WARPS: gl.constexpr = gl.num_warps()
     MMA: gl.constexpr = _mma(WARPS)
     TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
@@ -348,7 +350,7 @@ def _p_operand(p, FAST: gl.constexpr):
 @gluon.jit
 def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales,
                  FAST: gl.constexpr):
-    """One page (ring slot ``slot``): per warp, logits of its 32 tokens, online softmax update, P.V accumulate."""
+    """One page (ring slot ``slot``): per warp, logits of its 128 / w tokens, online softmax update, P.V accumulate."""
     logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales, FAST)
     m_new = gl.maximum(m_i, gl.max(logits, axis=2))
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
@@ -418,7 +420,7 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
 
 @gluon.jit
 def _combine_warps(m_i, l_i, acc):
-    """The 4 warps' (m, l, O) of each head -> the program's (m [16], l [16], O [16, 128 head dims]) in COMBINE_OUT:
+    """The w warps' (m, l, O) of each head -> the program's (m [16], l [16], O [16, 128 head dims]) in COMBINE_OUT:
     every warp stores its state to shared memory once (O with its columns n relabelled to head dims pv_dim(n) in
     registers first), and after one barrier each thread reads every warp's values of its outputs and combines them in
     registers (the compiler's cross-warp reductions and layout conversions took ~1000 instructions and 19 barriers).
@@ -438,7 +440,7 @@ def _combine_warps(m_i, l_i, acc):
     o_w = o_smem.load(COMBINE)
     m_all = gl.max(m_w, axis=0)  # [16]
     m_safe = gl.where(m_all == float("-inf"), 0.0, m_all)
-    weight = gl.exp2(m_w - m_safe[None, :])  # [4, 16]; 0 for a warp without tokens
+    weight = gl.exp2(m_w - m_safe[None, :])  # [w, 16]; 0 for a warp without tokens
     l_sum = gl.sum(l_w * weight, axis=0)
     o = gl.sum(o_w * weight[:, :, None], axis=0)  # [16, 128 head dims]
     head_layout: gl.constexpr = gl.SliceLayout(1, COMBINE_OUT)
