@@ -100,7 +100,8 @@ def test_main_loop_instructions_per_element_within_budget(report):
     for name, v in _variants(report):
         assert v["warps"] in L.PROGRAM_WARPS and name.startswith("8 warps") == (v["warps"] == 8), name
         assert v["elements_per_thread"] == L.PAGE_SIZE * 2 * L.HEAD_DIM // (v["warps"] * L.LANES) == _per_warp(v, 256)
-        budget = INSTRUCTIONS_PER_ELEMENT_BUDGET if v["warps"] == L.WARPS else SMALL_BATCH_INSTRUCTIONS_PER_ELEMENT_BUDGET
+        budget = (INSTRUCTIONS_PER_ELEMENT_BUDGET if v["warps"] == L.WARPS
+                  else SMALL_BATCH_INSTRUCTIONS_PER_ELEMENT_BUDGET)
         assert v["per_element"] <= budget, (name, v["per_element"])
 
 

@@ -170,9 +170,9 @@ def window_probabilities(p):
 
 @gluon.jit
 def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr, FAST: gl.constexpr):
-    """words int32 [w, 128 / w, 4, 4] (layout.k_words_bases(w), w = the program's warps), scale_pair int32 same shape and layout ((s, s) bf16x2 of the
-    word's 32-block; FAST: ``window_scale_bf16x2``) -> K^T bf16 [w, 128, 128 / w] in ``operand_layout`` (row k = head dim
-    layout.qk_dim(k)); FAST: the values x 2**-WINDOW_SHIFT."""
+    """words int32 [w, 128 / w, 4, 4] (layout.k_words_bases(w), w = the program's warps), scale_pair int32 same shape
+    and layout ((s, s) bf16x2 of the word's 32-block; FAST: ``window_scale_bf16x2``) -> K^T bf16 [w, 128, 128 / w] in
+    ``operand_layout`` (row k = head dim layout.qk_dim(k)); FAST: the values x 2**-WINDOW_SHIFT."""
     asm: gl.constexpr = K_FAST_ASM if FAST else K_DECODE_ASM
     p0, p1, p2, p3 = gl.inline_asm_elementwise(asm, "=r,=r,=r,=r,r,r", [words, scale_pair],
                                                dtype=(gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)
@@ -185,9 +185,10 @@ def decode_k_operand(words, scale_pair, operand_layout: gl.constexpr, FAST: gl.c
 
 @gluon.jit
 def decode_v_operand(even_words, odd_words, scale_pair, operand_layout: gl.constexpr, FAST: gl.constexpr):
-    """even / odd words int32 [w, 64 / w, 8, 2] (token (128 / w) x warp + 2 p + {0, 1}, chunk g, word), scale_pair int32 same shape
-    ((even, odd) bf16x2 of the chunk's 32-block; FAST: ``window_scale_bf16x2``) -> V bf16 [w, 128 / w, 128] in
-    ``operand_layout`` (column n = head dim layout.pv_dim(n)); FAST: the values x 2**-WINDOW_SHIFT."""
+    """even / odd words int32 [w, 64 / w, 8, 2] (token (128 / w) x warp + 2 p + {0, 1}, chunk g, word), scale_pair
+    int32 same shape ((even, odd) bf16x2 of the chunk's 32-block; FAST: ``window_scale_bf16x2``) -> V bf16
+    [w, 128 / w, 128] in ``operand_layout`` (column n = head dim layout.pv_dim(n)); FAST: the values x
+    2**-WINDOW_SHIFT."""
     asm: gl.constexpr = V_FAST_ASM if FAST else V_DECODE_ASM
     r0, r1, r2, r3, r4, r5, r6, r7 = gl.inline_asm_elementwise(
         asm, "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r", [even_words, odd_words, scale_pair],

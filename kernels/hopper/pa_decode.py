@@ -79,7 +79,8 @@ SPARSE = gl.constexpr(SOURCE_SPARSE)
 @gluon.constexpr_function
 def _mma(warps):
     """The MMA layout: mma.sync m16n8k16 with the warp as a leading batch dimension ([w, 16 heads, n])."""
-    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=warp_map("mma_warps", warps), instr_shape=L.MMA_INSTR_SHAPE)
+    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=warp_map("mma_warps", warps),
+                                     instr_shape=L.MMA_INSTR_SHAPE)
 
 
 @gluon.constexpr_function
@@ -138,7 +139,6 @@ def _combine(warps):
 @gluon.constexpr_function
 def _combine_out(warps):  # [16, 128]: 4 consecutive head dims per thread
     return gl.SliceLayout(0, _combine(warps))
-
 
 
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
@@ -307,7 +307,8 @@ def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
     V_WORDS: gl.constexpr = _v_words(WARPS)
     B_OPERAND: gl.constexpr = _b_operand(WARPS)
     TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
-    v_words = gl.permute(v_codes.index(slot).reshape(warp_map("v_words_shape", WARPS)).load(V_WORDS), V_PARITY_LAST.value)
+    v_words = gl.permute(v_codes.index(slot).reshape(warp_map("v_words_shape", WARPS)).load(V_WORDS),
+                         V_PARITY_LAST.value)
     v_scale_words = v_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP // 2, 2]).load(
         gl.SliceLayout(3, gl.SliceLayout(4, V_WORDS)))
     group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
@@ -323,7 +324,8 @@ def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
 
 @gluon.jit
 def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.constexpr):
-    """Q.K^T of ring slot ``slot`` (tokens first_token + (128 / w) x warp + n) in log2 units; tokens >= context: -inf."""
+    """Q.K^T of ring slot ``slot`` (tokens first_token + (128 / w) x warp + n) in log2 units; tokens past the context:
+    -inf."""
     WARPS: gl.constexpr = gl.num_warps()
     MMA: gl.constexpr = _mma(WARPS)
     TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
