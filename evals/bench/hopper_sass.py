@@ -35,7 +35,6 @@ from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
 from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG, HopperConfig, compile_for_sm90  # noqa: E402
 
 
-
 def elements_per_thread(warps: int) -> int:
     """One page of K and V per loop trip over the program's threads: 256 at 4 warps, 128 at 8."""
     return L.PAGE_SIZE * 2 * L.HEAD_DIM // (warps * L.LANES)
@@ -52,7 +51,7 @@ VARIANTS = {
     "attend, sparse (16 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=16),
     "attend, sparse, split (64 blocks x 4 pages)": dict(config=DEFAULT_CONFIG, source="sparse", split=True, topk=64,
                                                         pages_per_block=4),
-    # the small-batch program: 8 warps x 16 tokens of each page (docs/hopper.md "8 warps for small batches")
+    # the 8-warp program: 8 warps x 16 tokens of each page (docs/hopper.md "8 warps per program")
     "8 warps, split": dict(config=HopperConfig(warps=8), split=True),
     "8 warps, attend, sparse, split (16 blocks)": dict(config=HopperConfig(warps=8), source="sparse", split=True,
                                                        topk=16),
@@ -89,7 +88,7 @@ def outside_loop(sass: str, body: list[str]) -> dict:
 
 def report(variant: dict) -> dict:
     kernel = compile_for_sm90(**variant)
-    warps = L.WARPS if variant["config"].warps is None else variant["config"].warps
+    warps = kernel.metadata.num_warps  # what compile_for_sm90 compiled for
     found = resources(kernel.asm["cubin"])
     sass = found.pop("sass")
     body = hot_loop(sass)

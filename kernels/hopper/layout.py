@@ -33,7 +33,7 @@ from atom_mxfp4.layout import (DATA_BYTES, FP8_DATA_BYTES, FP8_RECORD_BYTES, FP8
                                HEAD_DIM, MAX_GROUP, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, SCALE_OFFSET)
 
 WARPS = 4  # the default program: 4 warps, 32 tokens of each page per warp
-SMALL_BATCH_WARPS = 8  # the latency variant: 8 warps x 16 tokens (one program per SM; docs/hopper.md "8 warps")
+SMALL_BATCH_WARPS = 8  # 8 warps x 16 tokens, for long programs one per SM (docs/hopper.md "8 warps per program")
 PROGRAM_WARPS = (WARPS, SMALL_BATCH_WARPS)  # the warp counts every map below is written for
 LANES = 32
 THREADS = WARPS * LANES

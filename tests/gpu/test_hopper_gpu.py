@@ -71,6 +71,16 @@ def _case(gen, rows, group, width, lens, q_dtype=torch.bfloat16):
     return q, k, v, tables, torch.tensor(lens, dtype=torch.int32)
 
 
+def _irregular_lens(gen, rows, width):
+    """Random context lengths in [0, 128 x width], the first row's table full, the last row empty (one row: full);
+    from 4 rows on, one row of one token and one of one token into its second page."""
+    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
+    lens[0], lens[-1] = width * 128, 0 if rows > 1 else width * 128
+    if rows > 3:
+        lens[1], lens[2] = 1, 129
+    return lens
+
+
 def _run(q, k, v, tables, lens, scale, query_scale=None, num_splits=None, config=None):
     rows, group, _ = q.shape
     plan = hopper_backend.make_plan(rows, tables.shape[1], group, DEV, num_splits=num_splits, config=config)
@@ -177,10 +187,7 @@ def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_63(warp
                                                      (4, 16, 7, 2), (2, 16, 16, None), (3, 16, 12, 12)])
 def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
     gen = torch.Generator().manual_seed(rows + width)
-    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
-    lens[0], lens[-1] = width * 128, 0 if rows > 1 else width * 128
-    if rows > 3:
-        lens[1], lens[2] = 1, 129  # one token; one token into the second page
+    lens = _irregular_lens(gen, rows, width)
     q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
     scale = 128 ** -0.5
     got, plan = _run(q, k, v, tables, context_lens, scale, num_splits=splits)
@@ -193,7 +200,6 @@ def test_pa_decode_vs_fp64_and_torch_backend(rows, group, width, splits):
     assert np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30) < ATTN_REL_TOL
 
 
-
 @pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
 @pytest.mark.parametrize("rows,group,width,splits", [(37, 16, 33, None), (300, 16, 16, 1), (5, 7, 65, 9),
                                                      (1, 16, 64, None), (3, 1, 2, 2), (4, 16, 7, 2),
@@ -202,10 +208,7 @@ def test_both_warp_counts_vs_fp64(warps, rows, group, width, splits):
     """Either program (4 warps x 32 tokens of each page, 8 x 16: ``HopperConfig.warps`` forced; the policy picks 8
     where each SM holds at most one program) against the oracle: irregular lengths, poison past every context."""
     gen = torch.Generator().manual_seed(100 + rows + width)
-    lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
-    lens[0], lens[-1] = width * 128, 0 if rows > 1 else width * 128
-    if rows > 3:
-        lens[1], lens[2] = 1, 129
+    lens = _irregular_lens(gen, rows, width)
     case = _case(gen, rows, group, width, lens)
     got, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps))
     _check(got, _oracle(*case, 0.09), lens)
