@@ -21,6 +21,7 @@ What is not checked here: that the compiled kernel does this (tests/test_hopper_
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from functools import partial
@@ -336,8 +337,10 @@ def test_one_multiply_operands_are_the_exact_values_times_2_to_the_minus_shift()
 
 
 def test_p_window_multiply_is_exact():
-    """Every bf16 probability in [0, 1] (all bit patterns up to 1.0) x 2**63 through the shipped PTX."""
-    bits = np.arange(0, 0x3F81, dtype=np.uint64)
+    """Every bf16 softmax weight in [0, 2**RESCALE_SLACK] (all bit patterns up to it: the running maximum lags the
+    page maxima by at most the slack) x 2**63 through the shipped PTX."""
+    top = (127 + L.RESCALE_SLACK) << 7  # bf16 bits of 2**RESCALE_SLACK
+    bits = np.arange(0, top + 1, dtype=np.uint64)
     regs = H.run_ptx(P_WINDOW_ASM, {"$1": bits | (bits << 16), "$0": 0 * bits})
     got = _bf16(regs["$0"] & 0xFFFF)
     assert (got == _bf16(bits) * WINDOW).all() and ((regs["$0"] >> 16) == (regs["$0"] & 0xFFFF)).all()
@@ -365,6 +368,46 @@ def operand_layouts(request):
                     shape=shape)
 
     return {"warps": warps, "k": bases([warps, L.HEAD_DIM, tokens]), "v": bases([warps, tokens, L.HEAD_DIM])}
+
+
+def _accumulator_bases(warps):
+    """The compiler's linear layout of the MMA accumulator [w, 16 heads, 128] (pa_decode's O), as a bases dict."""
+    from triton._C.libtriton import gluon_ir, ir
+    from triton.experimental.gluon import language as gl
+
+    context = ir.context()
+    ir.load_dialects(context)
+    builder = gluon_ir.GluonOpBuilder(context)
+    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.mma_warps(warps), instr_shape=L.MMA_INSTR_SHAPE)
+    shape = [warps, L.BLOCK_H, L.HEAD_DIM]
+    layout = builder.to_linear_layout(mma._to_ir(builder), shape)
+    return dict(reg_bases=layout.reg_bases, lane_bases=layout.lane_bases, warp_bases=layout.warp_bases, shape=shape)
+
+
+def _vote_covers_every_head(bases, tested):
+    """Whether, in every (warp, lane), the tested registers hold distinct heads and every register's head is one of
+    theirs (so the vote sees every factor the thread multiplies by)."""
+    regs = 2 ** len(bases["reg_bases"])
+    for warp, lane in itertools.product(range(bases["shape"][0]), range(L.LANES)):
+        heads = [L.linear_layout_apply(bases, reg, lane, warp)[1] for reg in range(regs)]
+        seen = [heads[t] for t in tested]
+        if len(set(seen)) != len(seen) or not set(heads) <= set(seen):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+def test_rescale_vote_tests_one_register_per_head(warps):
+    """The O rescale skips a warp's 64 multiplies when the factors its vote tests are all 1: those registers
+    (pa_decode.rescale_vote_registers of the compiler's accumulator layout) must cover every head a thread holds
+    (heads g and g + 8: registers 0 and 2). A vote that tested register 0 alone (head g) fails the check."""
+    pa_decode = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")
+    bases = _accumulator_bases(warps)
+    tested = pa_decode.rescale_vote_registers(bases["reg_bases"])
+    assert tested == [0, 2]
+    assert _vote_covers_every_head(bases, tested)
+    assert not _vote_covers_every_head(bases, [0])
+    assert not _vote_covers_every_head(bases, [0, 1])  # 0 and 1 hold the same head
 
 
 def k_lane_map(bases):

@@ -163,7 +163,8 @@ def window_query(q):
 
 @gluon.jit
 def window_probabilities(p):
-    """P (bf16, <= 1) x 2**WINDOW_SHIFT in bf16x2 (exact: a power of two, no overflow, the result is normal)."""
+    """P (bf16, <= 2**layout.RESCALE_SLACK) x 2**WINDOW_SHIFT in bf16x2 (exact: a power of two, no overflow, the
+    result is normal or 0)."""
     return gl.inline_asm_elementwise(P_WINDOW_ASM, "=r,r", [p],
                                      dtype=gl.bfloat16, is_pure=True, pack=2)
 

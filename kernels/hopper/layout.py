@@ -184,6 +184,14 @@ def window_miss(byte: int) -> bool:
     return byte != 0 and not WINDOW_LOW <= byte <= WINDOW_HIGH
 
 
+# ---- the O rescale (pa_decode._attend_page / _rescale; docs/hopper.md "Rescaling O only when the maximum moves") ----
+# A warp's running maximum of a head moves only when a page's maximum passes it by more than RESCALE_SLACK (log2
+# units), so the softmax weights 2**(logit - m) stay <= 2**RESCALE_SLACK (bf16 P and its window multiply hold them
+# exactly) and on most pages no factor differs from 1: a warp whose factors are all 1 skips the 64 multiplies.
+RESCALE_SLACK = 8
+
+
+
 # ---- shared memory ring and the global -> shared copies --------------------------------------------------------------
 # per stage: K codes [128, 16] + K scales [128] + V codes [128, 16] + V scales [128] int32 words = 17408 B
 STAGE_BYTES = 2 * RECORD_BYTES

@@ -63,6 +63,7 @@ RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [stages, 
 RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))  # [stages, 128]
 Q_BITS_SHAPE = gl.constexpr(L.Q_BITS_SHAPE)
 Q_BITS_ORDER = gl.constexpr(L.Q_BITS_ORDER)
+RESCALE_SLACK = gl.constexpr(float(L.RESCALE_SLACK))  # log2 units: a running maximum moves when passed by more
 MERGE_TRIP = gl.constexpr(8)  # partials per trip of the in-launch split merge (_merge_row)
 COMBINE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(4, 1, 8, [2, 1, 0]))
 STATE_SMEM = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [2, w warps, 16]: m and l ([w, 16] stages)
@@ -299,13 +300,11 @@ def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr):
 
 
 @gluon.jit
-def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
-    """V of ring slot ``slot`` as the B operand of P.V [w warps, 128 / w tokens, 128 (head dim layout.pv_dim(n))]: words
-    [w, p, par, g, word], the token parity split into (even, odd) words, decoded in the registers that loaded them
-    (FAST: the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
+def _v_load(v_codes, v_scales, slot):
+    """V of ring slot ``slot`` as loaded from shared memory: words [w, p, par, g, word] with the token parity split
+    into (even, odd) words, and the (even, odd) scale bytes of each (p, g) (``_v_operand`` decodes them)."""
     WARPS: gl.constexpr = gl.num_warps()
     V_WORDS: gl.constexpr = _v_words(WARPS)
-    B_OPERAND: gl.constexpr = _b_operand(WARPS)
     TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
     v_words = gl.permute(v_codes.index(slot).reshape(warp_map("v_words_shape", WARPS)).load(V_WORDS),
                          V_PARITY_LAST.value)
@@ -314,9 +313,19 @@ def _v_operand(v_codes, v_scales, slot, FAST: gl.constexpr):
     group8 = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, V_WORDS)))))
     v_scale = (v_scale_words[:, :, :, None] >> (8 * (group8[None, None, None, :] >> 1))) & 0xFF  # [w, p, par, g]
     v_scale_even, v_scale_odd = gl.split(gl.permute(v_scale, [0, 1, 3, 2]))
+    even_words, odd_words = gl.split(v_words)
+    return even_words, odd_words, v_scale_even, v_scale_odd
+
+
+@gluon.jit
+def _v_operand(even_words, odd_words, v_scale_even, v_scale_odd, FAST: gl.constexpr):
+    """V as the B operand of P.V [w warps, 128 / w tokens, 128 (head dim layout.pv_dim(n))] from ``_v_load``'s words
+    and scale bytes, decoded in the registers that loaded them (FAST: the one-multiply decode, values x
+    2**-WINDOW_SHIFT)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    B_OPERAND: gl.constexpr = _b_operand(WARPS)
     v_pair = (window_scale_bf16x2(v_scale_even, v_scale_odd) if FAST
               else scale_bf16x2(v_scale_even, v_scale_odd))  # [w, p, g]
-    even_words, odd_words = gl.split(v_words)
     v_pair = gl.convert_layout(v_pair, gl.SliceLayout(3, even_words.type.layout), assert_trivial=True)
     v_pair = gl.broadcast(v_pair[:, :, :, None], even_words)[0]
     return decode_v_operand(even_words, odd_words, v_pair, B_OPERAND, FAST)
@@ -349,17 +358,79 @@ def _p_operand(p, FAST: gl.constexpr):
     return gl.convert_layout(p, A_OPERAND, assert_trivial=True)
 
 
+@gluon.constexpr_function
+def rescale_vote_registers(reg_bases, head_dim=1):
+    """The registers of one thread whose factors ``_rescale``'s vote tests, for an accumulator whose linear layout has
+    these register bases ([w, 16 heads, n]: the head is dimension ``head_dim``): one register per distinct head the
+    thread holds, those made of the head-moving register bits only (mma.sync's C fragment: registers 0 and 2, heads
+    g and g + 8). Every other register repeats the head, hence the factor, of one of them (tests/test_hopper_layout.py
+    checks it against the compiler's layout)."""
+    head_bits = [i for i, basis in enumerate(reg_bases) if basis[head_dim] != 0]
+    return sorted({sum(1 << bit for j, bit in enumerate(head_bits) if combo >> j & 1)
+                   for combo in range(2 ** len(head_bits))})
+
+
+@gluon.constexpr_function
+def _rescale_asm(layout):
+    """The PTX of ``_rescale`` for an accumulator in the linear layout ``layout`` ([w, 16 heads, n]; all of a thread's
+    R registers in one call): ``$0 .. $(R-1)`` the accumulator (tied to the inputs ``$R .. $(2R-1)``), ``$2R ..`` the
+    factor of each register's head. The vote tests one register per distinct head (``rescale_vote_registers``)."""
+    regs = 2 ** len(layout.reg_bases)
+    tested = rescale_vote_registers(layout.reg_bases)
+    lines = ["{", ".reg .pred p;", f"setp.neu.f32 p, ${2 * regs + tested[0]}, 0f3F800000;"]
+    lines += [f"setp.neu.or.f32 p, ${2 * regs + i}, 0f3F800000, p;" for i in tested[1:]]
+    lines += ["vote.sync.any.pred p, p, 0xffffffff;", "@!p bra.uni SKIP;"]
+    lines += [f"mul.f32 ${i}, ${regs + i}, ${2 * regs + i};" for i in range(regs)]
+    return "\n".join(lines + ["SKIP:", "}"])
+
+
+@gluon.constexpr_function
+def _rescale_constraints(layout):
+    regs = 2 ** len(layout.reg_bases)
+    return ",".join(["=f"] * regs + [str(i) for i in range(regs)] + ["f"] * regs)
+
+
+@gluon.jit
+def _rescale(acc, alpha):
+    """acc x alpha[:, :, None], where a warp none of whose rows' factors differs from 1 skips the multiplies (one
+    vote and a uniform branch): with the running maximum moved only by more than RESCALE_SLACK (``_attend_page``),
+    most pages of a long row keep every factor at 1. x * 1 is x bit for bit (NaN, Inf, -0 included), so skipping
+    changes nothing."""
+    linear: gl.constexpr = gl.to_linear_layout(acc.type.layout, acc.shape)
+    asm: gl.constexpr = _rescale_asm(linear)
+    constraints: gl.constexpr = _rescale_constraints(linear)
+    pack: gl.constexpr = 2 ** len(linear.reg_bases)
+    return gl.inline_asm_elementwise(asm, constraints, [acc, gl.broadcast(alpha[:, :, None], acc)[0]],
+                                     dtype=gl.float32, is_pure=True, pack=pack)
+
+
 @gluon.jit
 def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales,
-                 FAST: gl.constexpr):
-    """One page (ring slot ``slot``): per warp, logits of its 128 / w tokens, online softmax update, P.V accumulate."""
+                 FAST: gl.constexpr, V_EARLY: gl.constexpr):
+    """One page (ring slot ``slot``): per warp, logits of its 128 / w tokens, online softmax update, P.V accumulate.
+
+    The running maximum m moves only when a page's maximum passes it by more than RESCALE_SLACK (log2 units), so the
+    weights ``2**(logit - m)`` stay <= 2**RESCALE_SLACK and most pages rescale nothing (``_rescale``); l and O are
+    relative to the same m, which the warp combine and the split merge read as they did the exact maximum.
+    V_EARLY: V's shared-memory loads are issued before the rescale's branch, so their latency overlaps it (its decode
+    comes after: 64 decoded registers live across the branch spilled at the 168-register cap); the sparse attend's
+    loop, which keeps its page-id registers live, spills one register that way, so it loads V after the branch."""
     logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales, FAST)
-    m_new = gl.maximum(m_i, gl.max(logits, axis=2))
+    page_max = gl.max(logits, axis=2)
+    grow = page_max > m_i + RESCALE_SLACK  # -inf + slack = -inf; a NaN maximum never moves m
+    m_new = gl.where(grow, page_max, m_i)
     m_safe = gl.where(m_new == float("-inf"), 0.0, m_new)  # all -inf so far: weights 0, not NaN
-    alpha = gl.exp2(m_i - m_safe)
+    # m -inf so far: O holds only +-0 (or NaN), which x 0 leaves as they are: factor 1, no multiply
+    alpha = gl.where(grow & (m_i > float("-inf")), gl.exp2(m_i - m_safe), 1.0)
     p = gl.exp2(logits - m_safe[:, :, None])
     l_i = l_i * alpha + gl.sum(p, axis=2)
-    acc = mma_v2(_p_operand(p, FAST), _v_operand(v_codes, v_scales, slot, FAST), acc * alpha[:, :, None])
+    if V_EARLY:
+        even_words, odd_words, v_scale_even, v_scale_odd = _v_load(v_codes, v_scales, slot)
+        acc = _rescale(acc, alpha)
+    else:
+        acc = _rescale(acc, alpha)
+        even_words, odd_words, v_scale_even, v_scale_odd = _v_load(v_codes, v_scales, slot)
+    acc = mma_v2(_p_operand(p, FAST), _v_operand(even_words, odd_words, v_scale_even, v_scale_odd, FAST), acc)
     return m_new, l_i, acc
 
 
@@ -412,7 +483,7 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
             misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
                 | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
         m_i, l_i, acc = _attend_page(q, i % STAGES, page_index, context, scale, m_i, l_i, acc,
-                                     k_codes, k_scales, v_codes, v_scales, FAST)
+                                     k_codes, k_scales, v_codes, v_scales, FAST, SOURCE != SPARSE)
     async_copy.wait_group(0)  # no copy may still write the ring when the program's shared memory is reused
     exact = True
     if FAST:

@@ -133,7 +133,8 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
     k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, B)))
     n = gl.arange(0, T, layout=gl.SliceLayout(0, gl.SliceLayout(1, B)))
     gl.store(kt_ptr + w[:, None, None] * (128 * T) + k[None, :, None] * T + n[None, None, :], kt)
-    v = P._v_operand(v_codes, v_scales, 0, FAST)  # [W, T, 128]
+    even_words, odd_words, v_scale_even, v_scale_odd = P._v_load(v_codes, v_scales, 0)
+    v = P._v_operand(even_words, odd_words, v_scale_even, v_scale_odd, FAST)  # [W, T, 128]
     t = gl.arange(0, T, layout=gl.SliceLayout(0, gl.SliceLayout(2, B)))
     c = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, B)))
     gl.store(v_out_ptr + w[:, None, None] * (128 * T) + t[None, :, None] * 128 + c[None, None, :], v)
@@ -254,6 +255,35 @@ def test_a_program_outside_the_window_takes_the_exact_pass(splits, warps):
     assert np.array_equal(got, want, equal_nan=True)
     assert np.isfinite(got[[0, 1, 2, 4, 5]]).all() and (got[1, :, 64:96] != 0).any()
     assert np.isnan(got[3]).any()
+
+
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+@pytest.mark.parametrize("splits", [1, 4])
+def test_o_rescale_when_only_the_upper_heads_maximum_moves(splits, warps):
+    """The O rescale is skipped by a warp whose factors are all 1 (``pa_decode._rescale``: a vote over registers 0
+    and 2, heads g and g + 8). Here heads 0..7 attend with q = 0 (every logit 0: their maximum never moves after a
+    program's first page) while heads 8..15 meet, on page 5 of 8, one token per warp quarter whose logit is ~11.4
+    (log2) above the rest (> RESCALE_SLACK): only the g + 8 registers' factors differ from 1 there. A vote that missed
+    them would leave O of heads 8..15 unscaled (the earlier pages weighted 2**11 too much): the oracle catches it."""
+    rows, group, width = 2, 16, 8
+    gen = torch.Generator().manual_seed(41)
+    lens = [width * 128, width * 128 - 50]
+    q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
+    q.zero_()
+    q[:, 8:, 0] = 8.0  # head dim 0 only: logit = 8 x k[t, 0] x scale
+    for r, n in enumerate(lens):
+        for t in range(n):
+            page, offset = int(tables[r, t // 128]), t % 128
+            big = t // 128 == 5 and offset % 16 == 5  # one token in every 16 (every warp of either program)
+            k[page, 0, offset * L.DATA_BYTES] = (k[page, 0, offset * L.DATA_BYTES] & 0xF0) | (0x7 if big else 0x2)
+            k[page, 0, L.SCALE_OFFSET + offset * L.SCALE_BYTES] = 128 if big else 127  # 6 x 2 = 12, else 1.0
+    scale = 0.09  # logits 8 x 0.09 = 0.72 (1.04 in log2), the big ones 8.64 (12.5 in log2)
+    got, _ = _run(q, k, v, tables, context_lens, scale, num_splits=splits, config=P.HopperConfig(warps=warps))
+    ref = _oracle(q, k, v, tables, context_lens, scale)
+    _check(got, ref, lens)
+    for head in (0, 8):  # each half on its own against the oracle (a wrong upper half hides in the whole's norm)
+        part = np.linalg.norm(got[:, head:head + 8] - ref[:, head:head + 8]) / np.linalg.norm(ref[:, head:head + 8])
+        assert part < ATTN_REL_TOL, (head, part)
 
 
 @pytest.mark.parametrize("query_scale", ["tensor", "number"])
