@@ -191,7 +191,6 @@ def window_miss(byte: int) -> bool:
 RESCALE_SLACK = 8
 
 
-
 # ---- shared memory ring and the global -> shared copies --------------------------------------------------------------
 # per stage: K codes [128, 16] + K scales [128] + V codes [128, 16] + V scales [128] int32 words = 17408 B
 STAGE_BYTES = 2 * RECORD_BYTES

@@ -19,7 +19,9 @@ Structure: one program = w warps per (row, split) (4, or 8 for long programs at 
 the layouts come from ``gl.num_warps()``); the page records stream through a ring of
 ``HopperConfig.stages`` shared-memory stages with ``cp.async`` (commit / wait groups, one CTA barrier per page);
 each warp decodes its 128 / w tokens of the page straight into the B-operand registers of ``mma.sync`` (``_decode``),
-keeps its own online softmax, and feeds P to the P.V product from the QK accumulator registers. The w warps merge
+keeps its own online softmax (a head's maximum moves only when passed by more than RESCALE_SLACK = 8 in log2 units,
+and a warp none of whose maxima moved skips the O rescale: ``_attend_page``), and feeds P to the P.V product from the QK
+accumulator registers. The w warps merge
 (m, l, O) at the end. Q is loaded once per program with 16-byte loads and relabelled to the operand's column order;
 the page table entry of the next copy is loaded one loop trip ahead. Split-KV (grid rows x splits) when rows are few:
 partial (out, lse) in the plan's workspace, and the row's last split to finish (an acq_rel arrival counter per row,
@@ -412,10 +414,10 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
     The running maximum m moves only when a page's maximum passes it by more than RESCALE_SLACK (log2 units), so the
     weights ``2**(logit - m)`` stay <= 2**RESCALE_SLACK and most pages rescale nothing (``_rescale``); l and O are
     relative to the same m, which the warp combine and the split merge read as they did the exact maximum.
-    SKIP: the rescale as a skippable block, with V's shared-memory loads issued before its branch so that their
-    latency overlaps it (its decode comes after: 64 decoded registers live across the branch spilled at the
+    SKIP: the rescale as a skippable block. V's shared-memory loads are issued before it, so that their latency
+    overlaps its branch; V is decoded after it (64 decoded registers live across the branch spilled at the
     168-register cap). The sparse one-launch loop (1-2 pages per program, where a skip is rare) multiplies always, as
-    before: with the branch it was 2-6% slower at batches 1-64 and, with V loaded early, spilled a register. x * 1 is
+    before: with the branch it was 2-6% slower at batches 1-64 (and spilled a register with V loaded early). x * 1 is
     x, so both give the same bits."""
     logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales, FAST)
     page_max = gl.max(logits, axis=2)
@@ -426,12 +428,8 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
     alpha = gl.where(grow & (m_i > float("-inf")), gl.exp2(m_i - m_safe), 1.0)
     p = gl.exp2(logits - m_safe[:, :, None])
     l_i = l_i * alpha + gl.sum(p, axis=2)
-    if SKIP:
-        even_words, odd_words, v_scale_even, v_scale_odd = _v_load(v_codes, v_scales, slot)
-        acc = _rescale(acc, alpha)
-    else:
-        even_words, odd_words, v_scale_even, v_scale_odd = _v_load(v_codes, v_scales, slot)
-        acc = acc * alpha[:, :, None]
+    even_words, odd_words, v_scale_even, v_scale_odd = _v_load(v_codes, v_scales, slot)  # before the rescale
+    acc = _rescale(acc, alpha) if SKIP else acc * alpha[:, :, None]
     acc = mma_v2(_p_operand(p, FAST), _v_operand(even_words, odd_words, v_scale_even, v_scale_odd, FAST), acc)
     return m_new, l_i, acc
 

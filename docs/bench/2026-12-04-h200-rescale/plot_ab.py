@@ -35,7 +35,8 @@ def main():
     dense.legend()
     runs = {name: load(f"call5/sparse_{name}/bench.json")["sparse"] for name in ("new", "old", "new2")}
     batches = [r["batch"] for r in runs["old"]]
-    for name, label in (("old", "before (b7d4211)"), ("new", "skippable rescale"), ("new2", "skippable rescale, again")):
+    names = (("old", "before (b7d4211)"), ("new", "skippable rescale"), ("new2", "skippable rescale, again"))
+    for name, label in names:
         sparse.plot(batches, [r["hopper_attend_ms"] * 1e3 for r in runs[name]], marker="o", label=label)
     sparse.plot(batches, [r["peer_bf16_ms"] * 1e3 for r in runs["old"]], ls="--", label="SGLang bf16")
     sparse.plot(batches, [r["peer_fp8_ms"] * 1e3 for r in runs["old"]], ls="--", label="SGLang fp8")
