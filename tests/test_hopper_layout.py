@@ -347,41 +347,30 @@ def test_p_window_multiply_is_exact():
 
 
 # ---- the operand lane map (the compiler's layouts, on the host) ------------------------------------------------------
+def _compiler_bases(warps, shape, operand=None):
+    """The compiler's linear layout over ``shape``, as a bases dict, of the program's MMA layout (mma v2, warps on the
+    batch dimension): its accumulator (``operand`` None) or its A / B operand (0 / 1)."""
+    from triton._C.libtriton import gluon_ir, ir
+    from triton.experimental.gluon import language as gl
+
+    context = ir.context()
+    ir.load_dialects(context)
+    builder = gluon_ir.GluonOpBuilder(context)
+    layout = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.mma_warps(warps), instr_shape=L.MMA_INSTR_SHAPE)
+    if operand is not None:
+        layout = gl.DotOperandLayout(operand, layout, L.K_WIDTH)
+    found = builder.to_linear_layout(layout._to_ir(builder), shape)
+    return dict(reg_bases=found.reg_bases, lane_bases=found.lane_bases, warp_bases=found.warp_bases, shape=shape)
+
+
 @pytest.fixture(scope="module", params=L.PROGRAM_WARPS, ids=lambda w: f"{w}warps")
 def operand_layouts(request):
-    """The compiler's linear layouts of the two B operands (mma v2, warps on the batch dimension), as bases dicts, for
-    each program warp count (key "warps")."""
-    from triton._C.libtriton import gluon_ir, ir
-    from triton.experimental.gluon import language as gl
-
-    context = ir.context()
-    ir.load_dialects(context)
-    builder = gluon_ir.GluonOpBuilder(context)
+    """The compiler's linear layouts of the two B operands, as bases dicts, for each program warp count (key
+    "warps")."""
     warps = request.param
     tokens = L.tokens_per_warp(warps)
-    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.mma_warps(warps), instr_shape=L.MMA_INSTR_SHAPE)
-    operand = gl.DotOperandLayout(1, mma, L.K_WIDTH)
-
-    def bases(shape):
-        layout = builder.to_linear_layout(operand._to_ir(builder), shape)
-        return dict(reg_bases=layout.reg_bases, lane_bases=layout.lane_bases, warp_bases=layout.warp_bases,
-                    shape=shape)
-
-    return {"warps": warps, "k": bases([warps, L.HEAD_DIM, tokens]), "v": bases([warps, tokens, L.HEAD_DIM])}
-
-
-def _accumulator_bases(warps):
-    """The compiler's linear layout of the MMA accumulator [w, 16 heads, 128] (pa_decode's O), as a bases dict."""
-    from triton._C.libtriton import gluon_ir, ir
-    from triton.experimental.gluon import language as gl
-
-    context = ir.context()
-    ir.load_dialects(context)
-    builder = gluon_ir.GluonOpBuilder(context)
-    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=L.mma_warps(warps), instr_shape=L.MMA_INSTR_SHAPE)
-    shape = [warps, L.BLOCK_H, L.HEAD_DIM]
-    layout = builder.to_linear_layout(mma._to_ir(builder), shape)
-    return dict(reg_bases=layout.reg_bases, lane_bases=layout.lane_bases, warp_bases=layout.warp_bases, shape=shape)
+    return {"warps": warps, "k": _compiler_bases(warps, [warps, L.HEAD_DIM, tokens], operand=1),
+            "v": _compiler_bases(warps, [warps, tokens, L.HEAD_DIM], operand=1)}
 
 
 def _vote_covers_every_head(bases, tested):
@@ -396,13 +385,13 @@ def _vote_covers_every_head(bases, tested):
     return True
 
 
-@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+@WARPS
 def test_rescale_vote_tests_one_register_per_head(warps):
     """The O rescale skips a warp's 64 multiplies when the factors its vote tests are all 1: those registers
     (pa_decode.rescale_vote_registers of the compiler's accumulator layout) must cover every head a thread holds
     (heads g and g + 8: registers 0 and 2). A vote that tested register 0 alone (head g) fails the check."""
     pa_decode = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")
-    bases = _accumulator_bases(warps)
+    bases = _compiler_bases(warps, [warps, L.BLOCK_H, L.HEAD_DIM])  # the accumulator O
     tested = pa_decode.rescale_vote_registers(bases["reg_bases"])
     assert tested == [0, 2]
     assert _vote_covers_every_head(bases, tested)

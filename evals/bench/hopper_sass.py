@@ -74,13 +74,20 @@ def hot_loop(sass: str) -> list[str]:
     return found[0]
 
 
+def _body_start(found: list[tuple[int, str]], body: list[str]) -> int:
+    """Index in ``found`` (sass_counts.instructions) where the whole loop body starts (its first instruction's text
+    alone, e.g. a BAR.SYNC, may occur earlier)."""
+    texts = [text for _, text in found]
+    return next(i for i in range(len(texts) - len(body) + 1) if texts[i:i + len(body)] == body)
+
+
 def outside_loop(sass: str, body: list[str]) -> dict:
     """Instructions and CTA barriers before the hot loop (the prologue) and after it (the epilogue; with the default
     decode also the exact fallback pass and, split, the merge): each runs once per program, so at small batches
     (one or two pages per program) they are most of a program's time."""
-    texts = [text for _, text in instructions(sass)]
-    # where the whole body starts (its first instruction's text alone, e.g. a BAR.SYNC, may occur earlier)
-    first = next(i for i in range(len(texts) - len(body) + 1) if texts[i:i + len(body)] == body)
+    found = instructions(sass)
+    first = _body_start(found, body)
+    texts = [text for _, text in found]
     before, after = texts[:first], texts[first + len(body):]
     return {"before": len(before), "before_bar": opcodes(before).get("BAR", 0),
             "after": len(after), "after_bar": opcodes(after).get("BAR", 0)}
@@ -91,8 +98,7 @@ def skippable(sass: str, body: list[str]) -> int:
     which a warp skips when none of its heads' running maxima moved (docs/hopper.md "Rescaling O only when the
     maximum moves"). Loop instructions minus this = a trip that rescales nothing."""
     found = instructions(sass)
-    texts = [text for _, text in found]
-    first = next(i for i in range(len(texts) - len(body) + 1) if texts[i:i + len(body)] == body)
+    first = _body_start(found, body)
     span = found[first:first + len(body)]
     end = span[-1][0]
     skipped = 0

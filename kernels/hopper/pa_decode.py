@@ -387,8 +387,7 @@ def _rescale_asm(layout):
 
 
 @gluon.constexpr_function
-def _rescale_constraints(layout):
-    regs = 2 ** len(layout.reg_bases)
+def _rescale_constraints(regs):  # regs outputs, each tied to its input, then regs factors
     return ",".join(["=f"] * regs + [str(i) for i in range(regs)] + ["f"] * regs)
 
 
@@ -399,10 +398,9 @@ def _rescale(acc, alpha):
     most pages of a long row keep every factor at 1. x * 1 is x bit for bit (NaN, Inf, -0 included), so skipping
     changes nothing."""
     linear: gl.constexpr = gl.to_linear_layout(acc.type.layout, acc.shape)
-    asm: gl.constexpr = _rescale_asm(linear)
-    constraints: gl.constexpr = _rescale_constraints(linear)
-    pack: gl.constexpr = 2 ** len(linear.reg_bases)
-    return gl.inline_asm_elementwise(asm, constraints, [acc, gl.broadcast(alpha[:, :, None], acc)[0]],
+    pack: gl.constexpr = 2 ** len(linear.reg_bases)  # all of a thread's registers in one call
+    return gl.inline_asm_elementwise(_rescale_asm(linear), _rescale_constraints(pack),
+                                     [acc, gl.broadcast(alpha[:, :, None], acc)[0]],
                                      dtype=gl.float32, is_pure=True, pack=pack)
 
 
@@ -662,7 +660,6 @@ class HopperConfig:
     # pages, else 4); 4 (32 tokens of each page per warp) or 8 (16 per warp: about half the per-page chain) forced
     fast_decode: bool = True  # the one-multiply decode with its exact fallback (layout.WINDOW_*); False: the exact
     # decode only (same bits; tests compare the two, benchmarks measure the difference)
-
 
     def __post_init__(self):
         expect(self.warps is None or (type(self.warps) is int and self.warps in L.PROGRAM_WARPS), "HopperConfig.warps",

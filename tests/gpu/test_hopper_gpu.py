@@ -262,9 +262,10 @@ def test_a_program_outside_the_window_takes_the_exact_pass(splits, warps):
 def test_o_rescale_when_only_the_upper_heads_maximum_moves(splits, warps):
     """The O rescale is skipped by a warp whose factors are all 1 (``pa_decode._rescale``: a vote over registers 0
     and 2, heads g and g + 8). Here heads 0..7 attend with q = 0 (every logit 0: their maximum never moves after a
-    program's first page) while heads 8..15 meet, on page 5 of 8, one token per warp quarter whose logit is ~11.4
-    (log2) above the rest (> RESCALE_SLACK): only the g + 8 registers' factors differ from 1 there. A vote that missed
-    them would leave O of heads 8..15 unscaled (the earlier pages weighted 2**11 too much): the oracle catches it."""
+    program's first page) while heads 8..15 meet, on page 5 of 8, one token in every 16 (so in every warp of either
+    program) whose logit is ~11.4 (log2) above the rest (> RESCALE_SLACK): only the g + 8 registers' factors differ
+    from 1 there. A vote that missed them would leave O of heads 8..15 unscaled (the earlier pages weighted 2**11 too
+    much): the oracle catches it."""
     rows, group, width = 2, 16, 8
     gen = torch.Generator().manual_seed(41)
     lens = [width * 128, width * 128 - 50]
