@@ -168,6 +168,21 @@ def test_resources_leave_room_for_the_configured_programs_per_sm(report):
     assert min(by_registers, by_shared) >= DEFAULT_CONFIG.programs_per_sm, (by_registers, by_shared)
 
 
+def test_the_cluster_merge_is_two_cluster_barriers_and_remote_loads(report):
+    """The split merge over a cluster (kernels/hopper/_cluster.py): in the whole kernel 2 cluster-barrier arrives and
+    2 waits (publish; done reading / exit), one memory fence (the publish's release: the exit arrive is relaxed),
+    no global atomic (no arrival counter), and per thread 16 loads of other CTAs' partials + 16 of their lse (2048
+    floats and 16 x 16 lse per CTA over 128 threads; the 8-warp program's upper 128 threads repeat them). The merge
+    through L2 has no cluster barrier and one arrival atomic."""
+    clusters = [(name, v) for name, v in _variants(report) if "cluster of" in name]
+    assert {v["warps"] for _, v in clusters} == set(L.PROGRAM_WARPS), clusters
+    for name, v in clusters:
+        assert v["kernel_ops"] == {"UCGABAR_ARV": 2, "UCGABAR_WAIT": 2, "MEMBAR": 1, "ATOMG": 0, "LD": 32}, (name, v)
+    for name in ("split", "8 warps, split"):
+        ops = report["variants"][name]["kernel_ops"]
+        assert ops["UCGABAR_ARV"] == ops["UCGABAR_WAIT"] == 0 and ops["ATOMG"] == 1, (name, ops)
+
+
 def test_docs_quote_the_measured_figures(report):
     """docs/hopper.md quotes triton 3.6's figures; 3.8's table is kept in docs/bench/2026-12-04-h200-rescale/."""
     v = report["variants"]["direct (default)"]

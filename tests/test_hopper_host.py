@@ -128,7 +128,10 @@ def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, wi
     assert rows * plan.num_splits <= max(wave, rows) and plan.num_splits <= P.MAX_SPLITS
     wanted = max(132 // rows, min(wave // rows, width // P.FILL_PAGES_PER_SPLIT))  # the policy, as docs/hopper.md says
     most = width if one_page else min(P.MAX_SPLITS, width // P.MIN_PAGES_PER_SPLIT)
-    assert plan.num_splits == split_pages(width, max(1, min(wanted, most)))[0]
+    wanted = max(1, min(wanted, most))
+    if wanted > 16 and rows * 16 <= 132 // 2 and width <= 16 * P.CLUSTER_PAGES_PER_SPLIT:
+        wanted = 16  # one cluster of 16 splits per row (docs/hopper.md "The split merge over a cluster")
+    assert plan.num_splits == split_pages(width, wanted)[0]
     if width <= 1:  # no launch the plan covers splits: no workspace, no merge
         assert plan.part_out is None and plan.part_lse is None
     if plan.num_splits > 1:
@@ -140,10 +143,11 @@ def test_split_plan_covers_the_table_and_depends_only_on_rows_and_width(rows, wi
 
 
 @pytest.mark.parametrize("rows,width,splits", [(1, 16, 16), (4, 16, 16), (8, 16, 16), (16, 16, 8), (32, 16, 4),
-                                               (64, 16, 2), (128, 16, 2), (256, 16, 1), (1, 64, 32), (512, 64, 1),
-                                               (64, 256, 6), (1, 1024, 64), (8, 1024, 49)])
+                                               (64, 16, 2), (128, 16, 2), (256, 16, 1), (1, 64, 16), (512, 64, 1),
+                                               (64, 256, 6), (1, 1024, 64), (8, 1024, 49), (4, 256, 32)])
 def test_split_policy_picks_the_sweeps_choices(rows, width, splits):
-    """The H200 sweep's best (or within 4% of it) for these shapes (docs/hopper.md "Split policy")."""
+    """The H200 sweep's best (or within 4% of it) for these shapes (docs/hopper.md "Split policy"); 1 x 64 pages: 16
+    splits merged over a cluster (10.77 us) against 32 through L2 (11.36; "The split merge over a cluster")."""
     assert hopper.make_plan(rows, width, 16, "cpu").num_splits == splits
 
 
@@ -327,3 +331,39 @@ def test_the_policy_picks_8_warps_for_long_programs_one_per_sm():
 def test_config_refuses_a_warp_count_it_has_no_maps_for(warps):
     with pytest.raises(ValueError, match="HopperConfig.warps"):
         P.HopperConfig(warps=warps)
+
+
+def test_the_policy_merges_over_clusters_while_the_launch_fills_half_the_sms():
+    """``cluster_for`` (planned off-GPU for the H200's 132 SMs): a launch of 4, 8 or 16 splits merges over clusters
+    of its split count while rows x splits <= SMs // 2, through L2 otherwise and for every other split count (2:
+    measured no faster); a forced config wins wherever the split count divides the 16 heads. The policy's own
+    launches: sparse batch 1 (16 one-page splits), 2 x 64 and 1 x 64 pages (16 splits) cluster by 16; sparse batch 8
+    (16 splits, 128 programs), 16 x 64 (8 splits, 128 programs), 32 x 16 (4 splits, 128) and 128 x 64 merge through
+    L2."""
+    cpu, sms = torch.device("cpu"), P.H200_SMS
+    assert P.cluster_for(P.DEFAULT_CONFIG, sms // 2 // 16, 16, cpu) == 16
+    assert P.cluster_for(P.DEFAULT_CONFIG, sms // 2 // 16 + 1, 16, cpu) == 1
+    assert [P.cluster_for(P.DEFAULT_CONFIG, 1, s, cpu) for s in (1, 2, 3, 4, 6, 8, 12, 16, 32)] == [
+        1, 1, 1, 4, 1, 8, 1, 16, 1]
+    assert P.cluster_for(P.HopperConfig(cluster=True), 1000, 4, cpu) == 4
+    assert P.cluster_for(P.HopperConfig(cluster=True), 1, 2, cpu) == 2
+    assert P.cluster_for(P.HopperConfig(cluster=True), 1, 3, cpu) == 1
+    assert P.cluster_for(P.HopperConfig(cluster=False), 1, 16, cpu) == 1
+    for rows, width, want in ((1, 16, 16), (2, 64, 16), (1, 64, 16), (8, 16, 1), (16, 64, 1), (32, 16, 1),
+                              (128, 64, 1)):
+        plan = P.make_plan(rows, width, 16, cpu)
+        assert P.cluster_for(plan.config, rows, plan.num_splits, cpu) == want, (rows, width, plan.num_splits)
+
+
+@pytest.mark.parametrize("cluster", [0, 1, "yes", 16])
+def test_config_refuses_a_cluster_setting_that_is_not_a_bool(cluster):
+    with pytest.raises(ValueError, match="HopperConfig.cluster"):
+        P.HopperConfig(cluster=cluster)
+
+
+def test_cluster_launch_passes_every_kernel_argument_in_the_kernels_order():
+    """``_launch_clusters`` runs the compiled kernel with its arguments listed by the kernel's parameter names (as
+    JITFunction.run does): the launcher's own compile signature (SIGNATURE) must name the same parameters in the
+    same order, the cluster size among them."""
+    assert list(P._pa_decode_kernel.arg_names) == list(P.SIGNATURE)
+    assert "CLUSTER" in P.SIGNATURE

@@ -56,7 +56,13 @@ VARIANTS = {
     "8 warps, attend, sparse, split (16 blocks)": dict(config=HopperConfig(warps=8), source="sparse", split=True,
                                                        topk=16),
     "8 warps, split, exact decode only": dict(config=HopperConfig(warps=8, fast_decode=False), split=True),
+    # the split merge over a thread-block cluster (kernels/hopper/_cluster.py; docs/hopper.md "The split merge over a
+    # cluster"): the sparse attend's batch-1 launch (16 one-page splits), a dense one of 4, the 8-warp program's 8
+    "attend, sparse, cluster of 16 (16 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=16, cluster=16),
+    "split, cluster of 4": dict(config=DEFAULT_CONFIG, cluster=4),
+    "8 warps, split, cluster of 8": dict(config=HopperConfig(warps=8), cluster=8),
 }
+CLUSTER_OPS = ("UCGABAR_ARV", "UCGABAR_WAIT", "MEMBAR", "ATOMG", "LD")  # whole-kernel counts the report keeps
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")
 
 
@@ -123,6 +129,7 @@ def report(variant: dict) -> dict:
             "per_element": len(body) / elements_per_thread(warps), "rescale_block": skipped,
             "per_element_no_rescale": (len(body) - skipped) / elements_per_thread(warps),
             "loop_ops": dict(ops), "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0),
+            "kernel_ops": {op: all_ops.get(op, 0) for op in CLUSTER_OPS},
             "outside_loop": outside_loop(sass, body),
             "_asm": {"sass": sass, "ptx": kernel.asm["ptx"], "ttgir": kernel.asm["ttgir"]}}
 

@@ -48,13 +48,14 @@ def main():
     from atom_mxfp4.kernels import hopper
     why = hopper.usable(DEV)
     if why is None:  # the Gluon pa_decode (explicit backend "hopper"): direct, split, a larger plan; each with the
-        # policy's warp count and with the 8-warp program forced (HopperConfig.warps)
+        # policy's warp count and merge (2 splits of 5 rows: over a cluster), with the 8-warp program forced
+        # (HopperConfig.warps) and with the merge through L2 forced (HopperConfig.cluster)
         from atom_mxfp4.kernels.hopper.pa_decode import with_config
-        eight = hopper.HopperConfig(warps=8)
+        eight, through_l2 = hopper.HopperConfig(warps=8), hopper.HopperConfig(cluster=False)
         for plan in (hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=1),
                      hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=2),
                      hopper.make_plan(64, tables.shape[1] + 30, 16, DEV)):
-            for each in (plan, with_config(plan, eight)):
+            for each in (plan, with_config(plan, eight), with_config(plan, through_l2)):
                 out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
                 hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None,
                                  plan=each)
@@ -62,7 +63,7 @@ def main():
         far[:, :, SCALE_OFFSET:] = 200
         for splits in (1, 2):
             plan = hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits)
-            for each in (plan, with_config(plan, eight)):
+            for each in (plan, with_config(plan, eight), with_config(plan, through_l2)):
                 hopper.pa_decode(out, q[:5].contiguous(), far, v, tables, lens, softmax_scale=0.088,
                                  query_scale=None, plan=each)
         # the fused attend (block table + top-k ids read in the launch): sparse and dense, direct and split, and the
@@ -72,7 +73,7 @@ def main():
             for cache in (k, far):
                 for ids_or_none, width in ((ids, ids.shape[2]), (None, wide.shape[1])):
                     plan = hopper.make_plan(5, width, 16, DEV, num_splits=splits)
-                    for each in (plan, with_config(plan, eight)):
+                    for each in (plan, with_config(plan, eight), with_config(plan, through_l2)):
                         ran_fused = hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
                                                   topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088,
                                                   query_scale=None, plan=each)
@@ -87,7 +88,7 @@ def main():
             hopper.index_topk(iq[:5].contiguous(), ik, wide, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                               index_k_dtype="mxfp4", config=config)
         ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass;"
-                " each at the policy's and at 8 warps)"
+                " each at the policy's and at 8 warps, the split merge over a cluster and through L2)"
                 ", Hopper attend (sparse and dense, direct and split, both passes, 4 and 8 warps)"
                 ", Hopper index_topk (fp8 and MXFP4 index-K)")
     else:

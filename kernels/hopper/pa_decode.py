@@ -46,6 +46,7 @@ from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checke
                              split_pages)
 
 from . import NAME
+from . import _cluster
 from . import layout as L
 from ._decode import (BYTE_TOPS, decode_k_operand, decode_v_operand, scale_bf16x2, warp_map, window_misses,
                       window_probabilities, window_query, window_scale_bf16x2)
@@ -520,23 +521,39 @@ def _combine_warps(m_i, l_i, acc):
 
 
 @gluon.jit
+def _coords(CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
+    """(row, split) of this program: the grid is (rows, splits), or with CLUSTER > 1 (the split merge over a
+    cluster) rows x CLUSTER programs along x, one cluster of CLUSTER CTAs per row, the split = the rank in it. AGAIN:
+    the program id read through an opaque register move (``_program_pages``)."""
+    pid = gl.program_id(0)
+    if AGAIN:
+        pid = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [pid], dtype=gl.int32, is_pure=False,
+                                        pack=1)
+    if CLUSTER > 1:
+        row = pid // CLUSTER
+        split = pid - row * CLUSTER
+    else:
+        row = pid
+        split = gl.program_id(1)
+    return row, split
+
+
+@gluon.jit
 def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
                    num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE: gl.constexpr,
-                   SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, AGAIN: gl.constexpr = False):
+                   SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, CLUSTER: gl.constexpr,
+                   AGAIN: gl.constexpr = False):
     """(row, context, page_begin, page_end, table_base, ids_base, head, table_end, logit scale) of this program (row,
     split): pages [page_begin, page_end) are attended; table entries [page_begin, table_end) may be loaded (the
     split's entries inside the table's width), without waiting for the context. AGAIN: for the exact fallback pass,
     the row read through an opaque register move, so that the compiler derives every address of that pass again
     instead of keeping the first pass's values live (spilled) across the hot loop."""
-    row = gl.program_id(0)
-    if AGAIN:
-        row = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [row], dtype=gl.int32, is_pure=False,
-                                        pack=1)
+    row, split = _coords(CLUSTER, AGAIN)
     row = row.to(gl.int64)
     context, table_base, head, ids_base = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr,
                                                       table_stride, num_kv_heads, num_tokens, topk, SOURCE,
                                                       TOPK_POW2, PPB)
-    page_begin = gl.program_id(1) * pages_per_split
+    page_begin = split * pages_per_split
     page_end = gl.minimum(page_begin + pages_per_split, gl.cdiv(context, PAGE))
     scale = logit_scale
     if HAS_QUERY_SCALE:
@@ -551,7 +568,7 @@ def _pa_decode_kernel(
     part_out_ptr, part_lse_ptr, counters_ptr,
     table_stride, table_width, num_kv_heads, num_tokens, topk, group, pages_per_split, num_splits, logit_scale,
     HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, FAST_DECODE: gl.constexpr,
-    SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr,
+    SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, CLUSTER: gl.constexpr,
 ):
     gl.static_assert(STAGES >= 2)
     k_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
@@ -560,7 +577,8 @@ def _pa_decode_kernel(
     v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
         context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-        num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2, PPB)
+        num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2, PPB,
+        CLUSTER)
     m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head,
                                    num_kv_heads, table_stride, table_end, context, page_begin, page_end, scale,
                                    k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB)
@@ -571,12 +589,12 @@ def _pa_decode_kernel(
             row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
                 context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
                 num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2,
-                PPB, True)
+                PPB, CLUSTER, True)
             m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base,
                                        head, num_kv_heads, table_stride, table_end, context, page_begin, page_end,
                                        scale, k_codes, k_scales, v_codes, v_scales, STAGES, False, SOURCE, PPB)
-    row = gl.program_id(0).to(gl.int64)
-    split = gl.program_id(1)
+    row, split = _coords(CLUSTER)
+    row = row.to(gl.int64)
     has_context = _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk, SOURCE)
 
     m_all, l_sum, o = _combine_warps(m_i, l_i, acc)
@@ -586,9 +604,13 @@ def _pa_decode_kernel(
     # l > 0: a softmax; l == 0: no token, or every logit -inf; l NaN: a NaN or +inf logit (docs/api.md)
     has_tokens = l_sum > 0.0
     out = o / gl.where(has_tokens, l_sum, 1.0)[:, None]
-    if SPLIT:  # partial (out, lse) of this split: lse -inf (weight 0) when l == 0, NaN when l is NaN
-        lse = gl.where(has_tokens, m_all + gl.log2(gl.where(has_tokens, l_sum, 1.0)),
-                       gl.where(l_sum == 0.0, float("-inf"), float("nan")))
+    # partial (out, lse) of a split: lse -inf (weight 0) when l == 0, NaN when l is NaN
+    lse = gl.where(has_tokens, m_all + gl.log2(gl.where(has_tokens, l_sum, 1.0)),
+                   gl.where(l_sum == 0.0, float("-inf"), float("nan")))
+    if CLUSTER > 1:  # the row's splits are one cluster: each merges 16 / CLUSTER heads from the others' shared memory
+        _cluster.publish(out, lse, head, dim)
+        _cluster.merge(out_ptr, row, split, has_context, group, CLUSTER)
+    elif SPLIT:
         base = (row * num_splits + split) * BLOCK_H
         gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
         gl.store(part_lse_ptr + base + head, lse)
@@ -660,10 +682,14 @@ class HopperConfig:
     # pages, else 4); 4 (32 tokens of each page per warp) or 8 (16 per warp: about half the per-page chain) forced
     fast_decode: bool = True  # the one-multiply decode with its exact fallback (layout.WINDOW_*); False: the exact
     # decode only (same bits; tests compare the two, benchmarks measure the difference)
+    cluster: bool | None = None  # the split merge over a thread-block cluster (``cluster_for``): None the policy,
+    # True wherever the split count allows it (2, 4, 8 or 16 splits), False never (the row's last split merges)
 
     def __post_init__(self):
         expect(self.warps is None or (type(self.warps) is int and self.warps in L.PROGRAM_WARPS), "HopperConfig.warps",
                f"None or one of {L.PROGRAM_WARPS}", self.warps)
+        expect(self.cluster is None or type(self.cluster) is bool, "HopperConfig.cluster", "None, True or False",
+               self.cluster)
 
 
 DEFAULT_CONFIG = HopperConfig()
@@ -674,6 +700,12 @@ MAX_SPLITS = 64  # the row's last split merges the partials, MERGE_TRIP a trip (
 ONE_PAGE_SPLIT_WIDTH = 16  # tables this narrow split one page per program when rows x width <= SMs (H200 sweep
 # 2026-12-03: 1 / 4 / 8 rows x 16 pages 10.5 / 11.0 / 11.7 us at 16 splits against 11.0 / 11.8 / 12.4 at 8;
 # 16 rows x 16 pages and 1 row x 64 pages were slower that way)
+
+
+CLUSTER_SIZES = _cluster.CLUSTER_SIZES  # split counts whose merge can run over a cluster (``cluster_for``)
+POLICY_CLUSTER_SIZES = (4, 8, 16)  # the policy's: at 2 splits the cluster merge measured 0-2% slower (H200 sweep,
+# 2026-12-04), at 4-16 up to 17% faster while the launch fills at most half the SMs, and slower beyond (``cluster_for``)
+CLUSTER_PAGES_PER_SPLIT = 4  # 16 one-cluster splits replace more L2-merged ones up to this many pages each
 
 
 H200_SMS = 132  # the SM count planned with off-GPU: the H200 the policy was measured on
@@ -699,7 +731,10 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     pages: 88.5 us direct, 111 us at the previous policy's 3 splits). The most splits of: one program per SM
     (SMs // rows), and one wave (``programs_per_sm`` x SMs) // rows while each split keeps FILL_PAGES_PER_SPLIT pages;
     at least 1, at most MAX_SPLITS and width // MIN_PAGES_PER_SPLIT; tables of <= ONE_PAGE_SPLIT_WIDTH pages whose
-    rows x width fit one program per SM split one page per program (the sweep's small-batch best).
+    rows x width fit one program per SM split one page per program (the sweep's small-batch best). More than 16 splits
+    become 16 where those fit one cluster per row in half the SMs and each keeps <= CLUSTER_PAGES_PER_SPLIT pages: their
+    merge over a cluster (``cluster_for``) is faster than more splits' merge through L2 (docs/hopper.md "The split
+    merge over a cluster").
     """
     if num_rows == 0:
         return 1
@@ -707,7 +742,14 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     most = _most_splits(num_rows, max_table_width, sms)
     per_sm = sms // num_rows
     wave = min(programs_per_sm * sms // num_rows, max_table_width // FILL_PAGES_PER_SPLIT)
-    return max(1, min(max(per_sm, wave), most))
+    splits = max(1, min(max(per_sm, wave), most))
+    clustered = CLUSTER_SIZES[-1]  # 16 splits merged over one cluster per row (``cluster_for``) beat more of them
+    # merged through L2 while each keeps <= CLUSTER_PAGES_PER_SPLIT pages (1 x 64 pages: 10.77 us against 11.36 at
+    # 32 splits; 4 x 256 pages, 16 pages each: 26.9 against 19.8 at 32)
+    if (splits > clustered and num_rows * clustered <= sms // 2
+            and max_table_width <= clustered * CLUSTER_PAGES_PER_SPLIT):
+        return clustered
+    return splits
 
 
 def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device: torch.device) -> int:
@@ -726,6 +768,22 @@ def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device:
     if programs <= _sms(device) and pages_per_split >= EIGHT_WARP_MIN_PAGES:
         return L.SMALL_BATCH_WARPS
     return L.WARPS
+
+
+def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.device) -> int:
+    """The cluster size of a launch of ``rows`` x ``splits`` programs: ``splits`` where the row's splits merge over a
+    cluster (``_cluster``), else 1 (the row's last split merges from L2). Only split counts that divide the 16 heads
+    (2, 4, 8, 16); ``config.cluster`` True / False forces it on / off there. None (the policy): 4, 8 or 16 splits
+    while rows x splits <= SMs // 2. Measured on the H200 (docs/hopper.md "The split merge over a cluster", forced
+    on / off, same run): 1 x 16 pages, 16 splits 6.59 against 7.96 us; 1 x 64, 16 splits 10.77 against 11.76; 8 x 16,
+    8 splits 8.59 against 9.48; 16 x 16, 4 splits 11.07 against 11.73; but at 128 programs and more slower (8 x 16, 16
+    splits 8.90 against 8.48; 16 x 16, 8 splits 11.15 against 9.74; 16 x 64 at 8 warps, 8 splits 32.8 against
+    17.9): a cluster's CTAs must be co-scheduled in one GPC, which a launch that fills the SMs cannot always do."""
+    if splits not in CLUSTER_SIZES:
+        return 1
+    if config.cluster is not None:
+        return splits if config.cluster else 1
+    return splits if splits in POLICY_CLUSTER_SIZES and rows * splits <= _sms(device) // 2 else 1
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
@@ -841,20 +899,41 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
     # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
     splits, pages_per_split = checked_split(plan, rows, width)
-    split = splits > 1
+    cluster = cluster_for(cfg, rows, splits, q.device)
+    split = splits > 1 and cluster == 1  # partials through the plan's workspace, the row's last split merges
     table_stride, num_kv_heads, num_tokens, topk = sizes
     # ---- launch
-    _pa_decode_kernel[(rows, splits)](
-        out, q, k_words, v_words, *pointers, query_scale_arg,
-        plan.part_out if split else out, plan.part_lse if split else out, plan.counters if split else out,
-        table_stride, width, num_kv_heads, num_tokens, topk, group, pages_per_split, splits,
-        float(softmax_scale) * scalar_scale * LOG2E,
-        HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, FAST_DECODE=cfg.fast_decode,
-        SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb,
-        num_warps=warps_for(cfg, rows * splits, pages_per_split, q.device),
-        **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
-    )
+    args = (out, q, k_words, v_words, *pointers, query_scale_arg,
+            plan.part_out if split else out, plan.part_lse if split else out, plan.counters if split else out,
+            table_stride, width, num_kv_heads, num_tokens, topk, group, pages_per_split, splits,
+            float(softmax_scale) * scalar_scale * LOG2E)
+    constexprs = dict(HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, FAST_DECODE=cfg.fast_decode,
+                      SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
+                      num_warps=warps_for(cfg, rows * splits, pages_per_split, q.device),
+                      **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
+    if cluster == 1:
+        _pa_decode_kernel[(rows, splits)](*args, **constexprs)
+    else:
+        _launch_clusters(rows, cluster, args, constexprs, q.device)
     return out
+
+
+def _launch_clusters(rows, cluster, args, constexprs, device):
+    """Launch rows clusters of ``cluster`` CTAs (grid rows x cluster along x) with the exchange region
+    (``_cluster.XCHG_BYTES``) past the kernel's own shared memory. Triton launches a kernel compiled for one CTA per
+    program without a cluster, so the compiled kernel is run here with the cluster size and shared-memory size its
+    launcher takes per call (``CompiledKernel.run``, the call ``JITFunction.run`` makes; triton 3.6 and 3.8)."""
+    kernel = _pa_decode_kernel.warmup(*args, grid=(rows * cluster,), **constexprs)  # compiles or finds; no launch
+    kernel = kernel.result() if hasattr(kernel, "result") else kernel
+    values = dict(zip(_pa_decode_kernel.arg_names, args), **constexprs)
+    bound = [values[name] for name in _pa_decode_kernel.arg_names]
+    run = kernel.run  # loads the module on first use
+    stream = torch.cuda.current_stream(device).cuda_stream
+    shared = -(-kernel.metadata.shared // 16) * 16 + _cluster.XCHG_BYTES
+    hooks = triton.knobs.runtime
+    run(rows, 1, 1, stream, kernel.function, (kernel.metadata.num_warps, cluster, shared),
+        kernel.launch_metadata((rows * cluster, 1, 1), stream, *bound), hooks.launch_enter_hook,
+        hooks.launch_exit_hook, *bound)
 
 
 def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
@@ -928,15 +1007,16 @@ SIGNATURE = {
     "table_stride": "i32", "table_width": "i32", "num_kv_heads": "i32", "num_tokens": "i32", "topk": "i32",
     "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
     "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "FAST_DECODE": "constexpr",
-    "SOURCE": "constexpr", "TOPK_POW2": "constexpr", "PPB": "constexpr",
+    "SOURCE": "constexpr", "TOPK_POW2": "constexpr", "PPB": "constexpr", "CLUSTER": "constexpr",
 }
 SOURCES = {"tables": SOURCE_TABLES, "dense": SOURCE_DENSE, "sparse": SOURCE_SPARSE}  # compile_for_sm90's names
 
 
 def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = False, query_scale: bool = False,
-                     source: str = "tables", topk: int = 16, pages_per_block: int = 1):
+                     source: str = "tables", topk: int = 16, pages_per_block: int = 1, cluster: int = 1):
     """Compile the decode kernel for sm_90 with the ptxas Triton ships (no GPU needed); returns the CompiledKernel.
-    ``source``: pa_decode's tables, or attend's "dense" / "sparse" (``topk`` ids of ``pages_per_block`` pages).
+    ``source``: pa_decode's tables, or attend's "dense" / "sparse" (``topk`` ids of ``pages_per_block`` pages);
+    ``cluster``: the split merge over clusters of that many CTAs (``split`` then means nothing).
 
     Pointer arguments get the 16-byte divisibility the launcher specialises on at run time (the caches are checked
     16-byte aligned; 8704-byte records keep every page 16-byte aligned)."""
@@ -944,8 +1024,9 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
     from triton.experimental.gluon._runtime import GluonASTSource
 
     expect(source in SOURCES, "source", f"one of {list(SOURCES)}", repr(source))
-    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "STAGES": config.stages,
-                 "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
+    expect(cluster == 1 or cluster in CLUSTER_SIZES, "cluster", f"1 or one of {CLUSTER_SIZES}", cluster)
+    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split and cluster == 1, "CLUSTER": cluster,
+                 "STAGES": config.stages, "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
                  "TOPK_POW2": triton.next_power_of_2(topk) if source == "sparse" else 1,
                  "PPB": pages_per_block if source == "sparse" else 1}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]

@@ -10,7 +10,10 @@
   split and direct paths, bf16 and e4m3 queries, query_scale; every byte the rows do not own is poison (random codes
   with scale bytes 255 / 254 / 0), unused table entries point at poison pages, ``out`` starts as NaN;
 - non-finite semantics as the torch backend's; through ``atom_mxfp4.ops`` with check=True;
-- CUDA-graph replay equals eager, bit for bit (split and direct);
+- the split merge over a thread-block cluster (each split merges 16 / S heads from the others' shared memory) and
+  through L2 (the row's last split): both against the oracle at every cluster size, both warp counts, close to each
+  other;
+- CUDA-graph replay equals eager, bit for bit (split over a cluster, split through L2, direct);
 - the fused ``attend`` (block table and top-k ids read in the launch): pa_decode's bits over the composition's tables
   (dense and sparse, 1-8 KV heads, 1-4 pages per block, forced and policy splits), the oracle, graph replay;
 - last (a failure there breaks the CUDA context): table entries past the context hold page ids far outside the cache.
@@ -299,6 +302,26 @@ def test_e4m3_query_and_query_scale(query_scale):
         _check(got, _oracle(q, k, v, tables, context_lens, 0.09, qs), lens)
 
 
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+@pytest.mark.parametrize("rows,group,width,splits", [(1, 16, 16, 16), (3, 16, 8, 8), (5, 7, 12, 4), (2, 16, 2, 2),
+                                                     (8, 16, 64, 16), (4, 1, 33, 2)])
+def test_cluster_merge_vs_the_l2_merge_and_fp64(rows, group, width, splits, warps):
+    """The same splits merged over a cluster (``HopperConfig.cluster=True``: every cluster size, 16 / S heads per CTA)
+    and by the row's last split through L2 (False): both within the oracle's tolerance (irregular lengths: a row of 0
+    tokens, one of a full table; GQA groups 16, 7 and 1: unused heads masked), and the two merges within a few bf16
+    rounding steps of each other (the same partials summed in another order)."""
+    gen = torch.Generator().manual_seed(400 + rows * width + splits)
+    lens = _irregular_lens(gen, rows, width)
+    case = _case(gen, rows, group, width, lens)
+    cluster, plan = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, cluster=True))
+    assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == splits
+    l2, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, cluster=False))
+    ref = _oracle(*case, 0.09)
+    _check(cluster, ref, lens)
+    _check(l2, ref, lens)
+    assert np.linalg.norm(cluster - l2) / np.linalg.norm(l2) < 2e-3
+
+
 def test_direct_and_split_agree_and_split_count_follows_the_plan():
     rows, group, width = 24, 16, 40
     gen = torch.Generator().manual_seed(5)
@@ -320,8 +343,8 @@ def test_non_finite_queries_follow_the_torch_backend():
     q, k, v, tables, context_lens = _case(gen, rows, group, width, lens)
     q[0, 3] = float("nan")
     q[2, 5, 7] = float("nan")
-    for splits in (1, 3):
-        got, _ = _run(q, k, v, tables, context_lens, 0.1, num_splits=splits)
+    for splits, cluster in ((1, None), (3, None), (2, True), (2, False)):  # 2: merged over a cluster / through L2
+        got, _ = _run(q, k, v, tables, context_lens, 0.1, num_splits=splits, config=P.HopperConfig(cluster=cluster))
         ref = torch.empty(rows, group, L.HEAD_DIM, dtype=torch.bfloat16)
         torch_backend.pa_decode(ref, q, k, v, tables, context_lens, softmax_scale=0.1, query_scale=None, plan=None)
         assert np.array_equal(np.isnan(got), np.isnan(ref.float().numpy()))
@@ -346,8 +369,9 @@ def test_through_the_ops_api_with_checks():
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < ATTN_REL_TOL
 
 
-@pytest.mark.parametrize("rows,width,splits", [(8, 64, None), (128, 64, None), (600, 4, 1), (16, 64, None)],
-                         ids=["split", "split-wave", "direct", "split-8-warps"])
+@pytest.mark.parametrize("rows,width,splits", [(8, 64, None), (128, 64, None), (600, 4, 1), (16, 64, None),
+                                              (2, 64, None)],
+                         ids=["split", "split-wave", "direct", "split-8-warps", "split-cluster"])
 def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     gen = torch.Generator().manual_seed(7 * rows)
     lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
@@ -356,6 +380,8 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     assert (plan.num_splits > 1) == (splits is None)
     warps = P.warps_for(plan.config, rows * plan.num_splits, plan.pages_per_split, DEV)
     assert warps == (8 if rows == 16 else 4), warps  # 16 x 64: 8 splits of 8 pages, 128 programs
+    # 2 x 64: 16 splits merged over clusters of 16; the others (128 programs and more, or 3 splits) through L2
+    assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == (16 if rows == 2 else 1)
     out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
 
