@@ -114,10 +114,13 @@ SWEEP_SHAPES = ([(r, 16, 1998) for r in (1, 4, 16, 32, 64, 96, 128, 192, 256, 38
 SWEEP_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 
 
-def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = False, warps=()) -> None:
+def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = False, warps=(),
+                clusters: bool = False) -> None:
     """Every forced split count per shape (``make_plan(num_splits=s)``), the policy's own pick and the Triton kernel,
     same run: the data ``num_splits_for`` is fitted to. ``warps``: each split count also at these forced program warp
-    counts (keys ``"<splits>w<warps>"``; the plain keys run the policy's warp count). Writes out/split_sweep.json, and
+    counts (keys ``"<splits>w<warps>"``; the plain keys run the policy's warp count). ``clusters``: each split count
+    a cluster can take also with the split merge forced over a cluster and forced through L2 (keys ``"<splits>c1"`` /
+    ``"<splits>c0"``: ``HopperConfig.cluster``; cluster_ab.png). Writes out/split_sweep.json, and
     out/launch_floor.json: a trivial kernel timed the same way (us per call), the floor under the small shapes'
     times."""
     x = torch.zeros(16, device=DEV)
@@ -144,6 +147,10 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
                 for count in warps:
                     rec[f"{splits}w{count}"] = timed(hopper, hopper_pa.with_config(plan, replace(
                         hopper_pa.DEFAULT_CONFIG, warps=count)))
+                if clusters and splits in hopper_pa.CLUSTER_SIZES:
+                    for on in (True, False):
+                        rec[f"{splits}c{int(on)}"] = timed(hopper, hopper_pa.with_config(plan, replace(
+                            hopper_pa.DEFAULT_CONFIG, cluster=on)))
         rec["triton"] = timed(tb, tb.make_plan(rows, width, GROUP, DEV))
         rec["best"] = min((k for k in rec if k.isdigit()), key=lambda k: rec[k])
         if warps:
@@ -155,6 +162,33 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
     (out / "split_sweep.json").write_text(json.dumps(records, indent=1))
     if warps:
         plot_warps(records, out)
+    if clusters:
+        plot_clusters(records, out)
+
+
+def plot_clusters(records: list, out: Path) -> None:
+    """cluster_ab.png: per shape and split count, the time with the split merge over a cluster over the time with the
+    row's last split merging from L2 (same run); below 1: the cluster faster."""
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for rec in records:
+        splits = sorted(int(k[:-2]) for k in rec if k.endswith("c1") and f"{k[:-2]}c0" in rec)
+        ax.plot(splits, [rec[f"{s}c1"] / rec[f"{s}c0"] for s in splits], marker="o",
+                label=f"{rec['rows']} x {rec['pages']} pages")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("splits = CTAs per cluster")
+    ax.set_ylabel("time, cluster merge / L2 merge")
+    ax.set_title("Hopper pa_decode: split merge over a cluster vs through L2, same run (CUDA-graph replay)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out / "cluster_ab.png", dpi=120)
+    plt.close(fig)
 
 
 def plot_warps(records: list, out: Path) -> None:
@@ -328,6 +362,8 @@ def main() -> None:
                         help="--split-sweep over these (rows x table pages x context) instead of the policy's shapes")
     parser.add_argument("--one-page-splits", action="store_true",
                         help="--split-sweep also tries splits of one page (the policy keeps >= MIN_PAGES_PER_SPLIT)")
+    parser.add_argument("--clusters", action="store_true",
+                        help="--split-sweep also times each split count with the merge over a cluster forced on / off")
     parser.add_argument("--attend", action="store_true",
                         help="instead of the table: a dense layer's step, dense_tables + pa_decode vs the fused attend")
     parser.add_argument("--warps", type=int, nargs="*", default=[],
@@ -352,7 +388,7 @@ def main() -> None:
     if args.split_sweep:
         shapes = ([tuple(int(x) for x in shape.split("x")) for shape in args.sweep_shapes.split(",")]
                   if args.sweep_shapes else SWEEP_SHAPES)
-        split_sweep(args.out, 15, shapes, args.one_page_splits, args.warps)
+        split_sweep(args.out, 15, shapes, args.one_page_splits, args.warps, args.clusters)
         return
     results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,

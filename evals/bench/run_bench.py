@@ -13,9 +13,11 @@ Writes DIR/bench.md (tables), DIR/bench.json (numbers) and one png per benchmark
 """
 
 import argparse
+import importlib
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -147,6 +149,11 @@ def bench_sparse(peer, batches, log):
             rec["hopper_attend_ms"] = graph_time_ms(
                 [hopper_attend(o, hopper.make_plan(batch, topk, 16, DEV)) for o in ours])
             rec["hopper_attend_fused"] = hopper.fuses_sparse(batch, topk, DEV)
+            hopper_pa = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")  # the module
+            global_merge = replace(hopper_pa.DEFAULT_CONFIG, cluster=False)  # the row's last split merges from L2
+            rec["hopper_attend_global_merge_ms"] = graph_time_ms(
+                [hopper_attend(o, hopper_pa.with_config(hopper.make_plan(batch, topk, 16, DEV), global_merge))
+                 for o in ours])
 
             def hopper_one_launch(o, plan):  # the fused kernel at every batch: the policy's crossover
                 return lambda: hopper.attend(o["out"], o["q"], o["k"], o["v"], o["bt"], o["rr"], o["rp"],
@@ -484,7 +491,10 @@ def report(results, out: Path):
                          ("one launch", lambda r: "yes" if r.get("hopper_attend_fused") else "no (composition)"),
                          ("attend vs bf16", ratio("peer_bf16_ms", "hopper_attend_ms")),
                          ("attend vs fp8", ratio("peer_fp8_ms", "hopper_attend_ms"))]
-                        if all("hopper_attend_ms" in r for r in results["sparse"]) else []))]
+                        if all("hopper_attend_ms" in r for r in results["sparse"]) else [])
+                     + ([("attend, global merge us", us("hopper_attend_global_merge_ms")),
+                         ("attend vs global merge", ratio("hopper_attend_global_merge_ms", "hopper_attend_ms"))]
+                        if all("hopper_attend_global_merge_ms" in r for r in results["sparse"]) else []))]
     if results.get("indexer"):
         md += ["## 2. Indexer (score + top-16, init 0, local 1); ours with the MXFP4 and the fp8 index-K\n",
                table(results["indexer"], [("context", lambda r: str(r["context"])), ("batch", lambda r: str(r["batch"])),
