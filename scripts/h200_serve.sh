@@ -13,7 +13,7 @@
 #        caches (same weights, eager), greedy tokens, logprobs and last hidden states compared against bf16 (SGLang's
 #        own MiniMax sparse backend).
 #        With T_GPU_TESTS=seconds, then tests/gpu and tests/test_triton_ops.py on the GPU (the kernels just served);
-#        SERVE_AGREEMENT=0 leaves out (2).
+#        SERVE_AGREEMENT=0 leaves out (2); SERVE_TOPK=N serves the model with N top-k blocks (default 2).
 # tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
 # eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
 #        bf16 server, McNemar on the per-question outcomes).
@@ -59,7 +59,8 @@ fi
 python3 -c "import sglang.srt.entrypoints.http_server, sglang.srt.managers.scheduler, sglang.srt.models.minimax_m3, \
 sglang.srt.layers.attention.triton_backend, sglang.srt.model_executor.model_runner; print('== server modules import')" \
   || { echo "== a server module does not import: stopping before any server start"; exit 2; }
-MODEL=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3)
+# SERVE_TOPK=16: the sparse layers' top-k as the real M3's (small decode batches then run the split merge over a cluster)
+MODEL=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3 ${SERVE_TOPK:+--topk "$SERVE_TOPK"})
 cd /tmp  # nothing in the working directory may shadow an installed package
 COMMON="--model-path $MODEL --load-format dummy --mem-fraction-static 0.3 --random-seed 0"
 CHECK="python3 -m atom_mxfp4.evals.serve_check run --out $RES --start-timeout 420"

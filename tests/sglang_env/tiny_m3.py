@@ -84,6 +84,15 @@ TP_CHANGES = {  # heads that split over TP2 / TP4 as the real M3's do: 4 KV head
 
 
 if __name__ == "__main__":
-    import sys
-    # tiny_m3.py DIR [--tp]: --tp writes the variant whose heads split over TP2 / TP4 (TP_CHANGES)
-    print(write(sys.argv[1], **(TP_CHANGES if "--tp" in sys.argv[2:] else {})))
+    import argparse
+    # tiny_m3.py DIR [--tp] [--topk N]: --tp writes the variant whose heads split over TP2 / TP4 (TP_CHANGES); --topk
+    # the sparse layers' top-k blocks (2 here; the real M3's 16 puts a batch-1 decode on 16 one-page splits)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("--tp", action="store_true")
+    parser.add_argument("--topk", type=int, default=None)
+    args = parser.parse_args()
+    changes = dict(TP_CHANGES) if args.tp else {}
+    if args.topk is not None:
+        changes["sparse_topk_blocks"] = args.topk
+    print(write(args.dir, **changes))
