@@ -120,7 +120,8 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
     same run: the data ``num_splits_for`` is fitted to. ``warps``: each split count also at these forced program warp
     counts (keys ``"<splits>w<warps>"``; the plain keys run the policy's warp count). ``clusters``: each split count
     a cluster can take also with the split merge forced over a cluster and forced through L2 (keys ``"<splits>c1"`` /
-    ``"<splits>c0"``: ``HopperConfig.cluster``; cluster_ab.png). Writes out/split_sweep.json, and
+    ``"<splits>c0"``: ``HopperConfig.cluster``; cluster_ab.png), and at each of ``warps`` (``"<splits>w<warps>c1"``).
+    Writes out/split_sweep.json, and
     out/launch_floor.json: a trivial kernel timed the same way (us per call), the floor under the small shapes'
     times."""
     x = torch.zeros(16, device=DEV)
@@ -148,9 +149,11 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
                     rec[f"{splits}w{count}"] = timed(hopper, hopper_pa.with_config(plan, replace(
                         hopper_pa.DEFAULT_CONFIG, warps=count)))
                 if clusters and splits in hopper_pa.CLUSTER_SIZES:
-                    for on in (True, False):
-                        rec[f"{splits}c{int(on)}"] = timed(hopper, hopper_pa.with_config(plan, replace(
-                            hopper_pa.DEFAULT_CONFIG, cluster=on)))
+                    for count in (None, *warps):
+                        for on in (True, False):
+                            rec[f"{splits}{'' if count is None else f'w{count}'}c{int(on)}"] = timed(
+                                hopper, hopper_pa.with_config(plan, replace(hopper_pa.DEFAULT_CONFIG, warps=count,
+                                                                            cluster=on)))
         rec["triton"] = timed(tb, tb.make_plan(rows, width, GROUP, DEV))
         rec["best"] = min((k for k in rec if k.isdigit()), key=lambda k: rec[k])
         if warps:
@@ -177,7 +180,7 @@ def plot_clusters(records: list, out: Path) -> None:
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 4))
     for rec in records:
-        splits = sorted(int(k[:-2]) for k in rec if k.endswith("c1") and f"{k[:-2]}c0" in rec)
+        splits = sorted(int(k[:-2]) for k in rec if k[:-2].isdigit() and k.endswith("c1") and f"{k[:-2]}c0" in rec)
         ax.plot(splits, [rec[f"{s}c1"] / rec[f"{s}c0"] for s in splits], marker="o",
                 label=f"{rec['rows']} x {rec['pages']} pages")
     ax.axhline(1.0, color="k", lw=0.8)
