@@ -166,7 +166,8 @@ def test_workspace_fits_every_launch_the_plan_covers(rows, width):
     slots = 0 if plan.part_out is None else plan.part_out.shape[0]
     assert (plan.counters is None) == (plan.part_out is None)  # one arrival counter per row (the fused merge)
     if plan.counters is not None:
-        assert plan.counters.shape == (rows,) and plan.counters.dtype == torch.int32 and not plan.counters.any()
+        assert plan.counters.shape == (rows * L.BLOCK_H,) and plan.counters.dtype == torch.int32
+        assert not plan.counters.any()
     for r in sorted(set(range(1, min(rows, 64) + 1)) | set(range(1, rows + 1, 7)) | {rows}):
         for w in range(1, width + 1):
             splits, _ = plan.splits_for(r, w)
@@ -335,16 +336,19 @@ def test_config_refuses_a_warp_count_it_has_no_maps_for(warps):
 
 def test_the_policy_merges_over_clusters_while_the_launch_fills_half_the_sms():
     """``cluster_for`` (planned off-GPU for the H200's 132 SMs): a launch of 4, 8 or 16 splits merges over clusters
-    of its split count while rows x splits <= SMs // 2, through L2 otherwise and for every other split count (2:
-    measured no faster); a forced config wins wherever the split count divides the 16 heads. The policy's own
+    of its split count, one of G x 16 (G <= 4) over G clusters of 16 per row, while rows x splits <= SMs // 2; through
+    L2 otherwise and for every other split count (2: measured no faster); a forced config wins wherever the split
+    count allows a cluster. The policy's own
     launches: sparse batch 1 (16 one-page splits), 2 x 64 and 1 x 64 pages (16 splits) cluster by 16; sparse batch 8
     (16 splits, 128 programs), 16 x 64 (8 splits, 128 programs), 32 x 16 (4 splits, 128) and 128 x 64 merge through
     L2."""
     cpu, sms = torch.device("cpu"), P.H200_SMS
     assert P.cluster_for(P.DEFAULT_CONFIG, sms // 2 // 16, 16, cpu) == 16
     assert P.cluster_for(P.DEFAULT_CONFIG, sms // 2 // 16 + 1, 16, cpu) == 1
-    assert [P.cluster_for(P.DEFAULT_CONFIG, 1, s, cpu) for s in (1, 2, 3, 4, 6, 8, 12, 16, 32)] == [
-        1, 1, 1, 4, 1, 8, 1, 16, 1]
+    assert [P.cluster_for(P.DEFAULT_CONFIG, 1, s, cpu) for s in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)] == [
+        1, 1, 1, 4, 1, 8, 1, 16, 1, 16, 16, 16]  # 32 / 48 / 64: 2 / 3 / 4 clusters of 16 per row (grouped)
+    assert P.cluster_for(P.DEFAULT_CONFIG, 2, 64, cpu) == 1  # 128 programs
+    assert P.cluster_for(P.HopperConfig(cluster=True), 1, 80, cpu) == 1  # 5 groups > MAX_GROUPS
     assert P.cluster_for(P.HopperConfig(cluster=True), 1000, 4, cpu) == 4
     assert P.cluster_for(P.HopperConfig(cluster=True), 1, 2, cpu) == 2
     assert P.cluster_for(P.HopperConfig(cluster=True), 1, 3, cpu) == 1

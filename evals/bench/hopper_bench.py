@@ -148,7 +148,8 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
                 for count in warps:
                     rec[f"{splits}w{count}"] = timed(hopper, hopper_pa.with_config(plan, replace(
                         hopper_pa.DEFAULT_CONFIG, warps=count)))
-                if clusters and splits in hopper_pa.CLUSTER_SIZES:
+                if clusters and hopper_pa.cluster_for(replace(hopper_pa.DEFAULT_CONFIG, cluster=True), rows,
+                                                      plan.num_splits, DEV) > 1:
                     for count in (None, *warps):
                         for on in (True, False):
                             rec[f"{splits}{'' if count is None else f'w{count}'}c{int(on)}"] = timed(

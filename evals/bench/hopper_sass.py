@@ -61,6 +61,9 @@ VARIANTS = {
     "attend, sparse, cluster of 16 (16 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=16, cluster=16),
     "split, cluster of 4": dict(config=DEFAULT_CONFIG, cluster=4),
     "8 warps, split, cluster of 8": dict(config=HopperConfig(warps=8), cluster=8),
+    # 64 splits as 4 clusters of 16 whose merged head slices meet through L2 (grouped)
+    "attend, sparse, split, grouped clusters of 16 (64 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=64,
+                                                                    split=True, cluster=16),
 }
 CLUSTER_OPS = ("UCGABAR_ARV", "UCGABAR_WAIT", "MEMBAR", "ATOMG", "LD")  # whole-kernel counts the report keeps
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")

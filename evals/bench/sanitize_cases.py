@@ -78,6 +78,13 @@ def main():
                                                   topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088,
                                                   query_scale=None, plan=each)
                         assert ran_fused is out, "5 rows: the Hopper attend runs as one launch"
+        # the split merge over 2 clusters of 16 per row (grouped): 32 one-page splits of a 32-wide block table (its
+        # entries past each request's pages point past the cache), and the same through L2
+        wider = torch.cat([block_table, torch.full((2, 29), 2**20, dtype=torch.int32, device=DEV)], 1).contiguous()
+        for each in (hopper.HopperConfig(cluster=True), through_l2):
+            plan = with_config(hopper.make_plan(5, wider.shape[1], 16, DEV, num_splits=32), each)
+            hopper.attend(out, q[:5].contiguous(), k, v, wider, rr, rp, num_kv_heads=1, topk_blocks=None,
+                          pages_per_block=1, softmax_scale=0.088, query_scale=None, plan=plan)
         # the Hopper index scorer (fp8 and MXFP4 index-K): chunks of 1 and 2 blocks and the heuristic's, 2 / 3
         # stages; wide's entries past each request's pages point past the cache (read only for blocks <= the row's
         # own block: never)
@@ -89,7 +96,8 @@ def main():
                               index_k_dtype="mxfp4", config=config)
         ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass;"
                 " each at the policy's and at 8 warps, the split merge over a cluster and through L2)"
-                ", Hopper attend (sparse and dense, direct and split, both passes, 4 and 8 warps)"
+                ", Hopper attend (sparse and dense, direct and split, both passes, 4 and 8 warps; 32 splits over 2"
+                " clusters of 16 and through L2)"
                 ", Hopper index_topk (fp8 and MXFP4 index-K)")
     else:
         ran += f"; Hopper pa_decode not run: {why}"

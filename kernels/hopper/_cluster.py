@@ -1,6 +1,8 @@
 """The split merge over a thread-block cluster (Gluon + PTX, sm_90): the S splits of a row are one cluster of S CTAs,
 and each merges 16 / S of the row's heads from the others' shared memory (DSMEM) instead of the row's last split
-reading every partial back from L2.
+reading every partial back from L2. A row of G x 16 splits (G <= MAX_GROUPS: "grouped") is G clusters of 16: each
+CTA stores its cluster's merge of its head slice as a partial in the plan's workspace, and the last of the G CTAs of
+that slice to arrive (an acq_rel counter per row and slice) merges the G partials from L2.
 
 Why (docs/hopper.md "The split merge over a cluster"): at one program per SM a one-page split spends more on the
 global merge than on its page: the partial stores, a gpu-scope acq_rel arrival, then one program reading all S
@@ -28,6 +30,8 @@ HEAD_DIM = gl.constexpr(L.HEAD_DIM)
 OUT_BYTES = L.BLOCK_H * L.HEAD_DIM * 4  # out [16, 128] fp32, then lse [16] fp32
 XCHG_BYTES = OUT_BYTES + L.BLOCK_H * 4  # 8256: a multiple of 16
 CLUSTER_SIZES = (2, 4, 8, 16)  # a split count that divides the 16 heads (16: a non-portable cluster size, sm_90 ok)
+MAX_GROUPS = 4  # clusters per row of a grouped launch (16 x 4 = 64 splits, pa_decode.MAX_SPLITS)
+GROUPS_TRIP = gl.constexpr(MAX_GROUPS)
 LSE_AT = gl.constexpr(OUT_BYTES)
 XCHG = gl.constexpr(XCHG_BYTES)
 
@@ -54,17 +58,44 @@ def _arrive_constraints(pack):
     return ",".join(["=r"] * pack + ["f"] * pack)
 
 
+cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
+
+
 @gluon.constexpr_function
 def _per_thread(warps):  # one element per thread: an asm call over it runs once per thread
     return gl.BlockedLayout([1], [32], [warps], [0])
 
 
 @gluon.constexpr_function
-def _gather(cluster, warps):
-    """[S splits, 16 / S heads, 128 dims]: every split and head of one head-dim column in each thread's registers (the
-    sums over splits are register-only); a warp reads 32 consecutive floats per load (no bank conflict). 8 warps
+def _gather(n, heads, warps):
+    """[n partials, heads, 128 dims]: every partial and head of one head-dim column in each thread's registers (the
+    sums over partials are register-only); a warp reads 32 consecutive floats per load (no bank conflict). 8 warps
     repeat 4 warps' columns (the same values, loaded twice)."""
-    return gl.BlockedLayout([cluster, BLOCK_H.value // cluster, 1], [1, 1, 32], [1, 1, warps], [2, 1, 0])
+    return gl.BlockedLayout([n, heads, 1], [1, 1, 32], [1, 1, warps], [2, 1, 0])
+
+
+@gluon.jit
+def _weigh(lse, part):
+    """(m, l, acc) of partials (out [n, heads, 128] normalised, lse [n, heads]): m the largest lse, l = sum_s w_s,
+    acc = sum_s w_s * out_s with w_s = 2**(lse_s - m) (m -inf: 0 for every s, not NaN; a NaN lse: w NaN)."""
+    m = gl.max(lse, axis=0)  # [heads]; a NaN lse: its weight is NaN below whatever the maximum is
+    m_safe = gl.where(m == float("-inf"), 0.0, m)
+    weight = gl.exp2(lse - m_safe[None, :])  # [n, heads]
+    return m, gl.sum(weight, axis=0), gl.sum(part * weight[:, :, None], axis=0)
+
+
+@gluon.jit
+def _store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER: gl.constexpr):
+    """out[row, head] (bf16) = acc / l; l == 0: zeros when the row has no token, NaN when it has tokens whose logits
+    are all -inf; l NaN: NaN (pa_decode's ``_merge_row``)."""
+    rows_layout: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(0, GATHER))
+    l_sum = gl.convert_layout(l_sum, rows_layout, assert_trivial=True)
+    head = gl.convert_layout(head, rows_layout, assert_trivial=True)
+    dim = gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, GATHER)), assert_trivial=True)
+    out = acc / gl.where(l_sum > 0.0, l_sum, 1.0)[:, None]
+    out = gl.where((l_sum > 0.0)[:, None], out, gl.where(has_context, float("nan"), 0.0))
+    gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
+             mask=(head < group)[:, None])
 
 
 @gluon.jit
@@ -96,35 +127,57 @@ def publish(out, lse, head, dim):
 
 
 @gluon.jit
-def merge(out_ptr, row, rank, has_context, group, CLUSTER: gl.constexpr):
+def merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_splits, has_context, group,
+          CLUSTER: gl.constexpr, GROUPED: gl.constexpr):
     """out[row, heads rank * 16 / S ..] (bf16) = sum_s w_s * part_s, w_s = 2**(lse_s - max lse) / sum, over the S
-    splits' partials in the cluster's shared memory; the same rules as the global merge (pa_decode's ``_merge_row``):
-    a NaN lse makes the head NaN; all -inf: zeros when the row has no token, NaN when it has tokens whose logits are
-    all -inf. Ends with the cluster barrier that lets every CTA exit (its partial has been read)."""
+    splits' partials in the cluster's shared memory (rank = split % S); the same rules as the global merge
+    (pa_decode's ``_merge_row``): a NaN lse makes the head NaN; all -inf: zeros when the row has no token, NaN when it
+    has tokens whose logits are all -inf. GROUPED (num_splits = G x S, G >= 2): the cluster's merge of the slice is
+    stored as partial (row, split // S) in the workspace, and the slice's last CTA of the row's G to arrive merges them.
+    Ends with the cluster barrier that lets every CTA exit (its partial has been read)."""
     HPC: gl.constexpr = BLOCK_H // CLUSTER  # heads per CTA
-    GATHER: gl.constexpr = _gather(CLUSTER, gl.num_warps())
-    split = gl.arange(0, CLUSTER, layout=gl.SliceLayout(1, gl.SliceLayout(2, GATHER)))
+    GATHER: gl.constexpr = _gather(CLUSTER, HPC, gl.num_warps())
+    rank = split % CLUSTER
+    source = gl.arange(0, CLUSTER, layout=gl.SliceLayout(1, gl.SliceLayout(2, GATHER)))
     local = gl.arange(0, HPC, layout=gl.SliceLayout(0, gl.SliceLayout(2, GATHER)))
     dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, gl.SliceLayout(1, GATHER)))
     head = rank * HPC + local  # [HPC]
-    rank_2d = split[:, None] + local[None, :] * 0  # [S, HPC]: the CTA each value is read from
+    rank_2d = source[:, None] + local[None, :] * 0  # [S, HPC]: the CTA each value is read from
     lse = gl.inline_asm_elementwise(LOAD_ASM, "=f,r,r", [LSE_AT + head[None, :] * 4 - XCHG + rank_2d * 0, rank_2d],
                                     dtype=gl.float32, is_pure=False, pack=1)
     offset = (head[None, :, None] * HEAD_DIM + dim[None, None, :]) * 4 - XCHG + rank_2d[:, :, None] * 0
     part = gl.inline_asm_elementwise(LOAD_ASM, "=f,r,r", [offset, gl.broadcast(rank_2d[:, :, None], offset)[0]],
                                      dtype=gl.float32, is_pure=False, pack=1)  # [S, HPC, 128]
-    m = gl.max(lse, axis=0)  # [HPC]; a NaN lse: its weight is NaN below whatever the maximum is
-    m_safe = gl.where(m == float("-inf"), 0.0, m)
-    weight = gl.exp2(lse - m_safe[None, :])  # [S, HPC]
-    l_sum = gl.sum(weight, axis=0)
-    acc = gl.sum(part * weight[:, :, None], axis=0)  # [HPC, 128]: every remote value went into it
+    m, l_sum, acc = _weigh(lse, part)  # [HPC], [HPC], [HPC, 128]
     _arrive_after(acc)  # done reading the cluster's shared memory (relaxed: nothing of ours is published)
-    rows_layout: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(0, GATHER))
-    l_sum = gl.convert_layout(l_sum, rows_layout, assert_trivial=True)
-    head = gl.convert_layout(head, rows_layout, assert_trivial=True)
-    dim = gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, GATHER)), assert_trivial=True)
-    out = acc / gl.where(l_sum > 0.0, l_sum, 1.0)[:, None]
-    out = gl.where((l_sum > 0.0)[:, None], out, gl.where(has_context, float("nan"), 0.0))
-    gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
-             mask=(head < group)[:, None])
+    if GROUPED:
+        groups = num_splits // CLUSTER
+        has = l_sum > 0.0
+        slot = row * groups + split // CLUSTER
+        rows_layout: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(0, GATHER))
+        out = acc / gl.convert_layout(gl.where(has, l_sum, 1.0), rows_layout, assert_trivial=True)[:, None]
+        gl.store(part_out_ptr + ((slot * BLOCK_H + gl.convert_layout(head, rows_layout, assert_trivial=True))[:, None]
+                                 * HEAD_DIM + gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, GATHER)),
+                                                                assert_trivial=True)[None, :]), out)
+        gl.store(part_lse_ptr + slot * BLOCK_H + head,
+                 gl.where(has, m + gl.log2(gl.where(has, l_sum, 1.0)),
+                          gl.where(l_sum == 0.0, float("-inf"), float("nan"))))
+        cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
+        counter = counters_ptr + row * BLOCK_H + rank
+        if gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == groups - 1:  # every group's slice is visible
+            GROUPS: gl.constexpr = _gather(GROUPS_TRIP, HPC, gl.num_warps())
+            g = gl.arange(0, GROUPS_TRIP, layout=gl.SliceLayout(1, gl.SliceLayout(2, GROUPS)))
+            g_local = gl.arange(0, HPC, layout=gl.SliceLayout(0, gl.SliceLayout(2, GROUPS)))
+            g_dim = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, gl.SliceLayout(1, GROUPS)))
+            g_head = rank * HPC + g_local
+            slots = (row * groups + g)[:, None] * BLOCK_H + g_head[None, :]  # [trip, HPC]
+            present = (g < groups)[:, None] & (g_head < BLOCK_H)[None, :]
+            g_lse = gl.load(part_lse_ptr + slots, mask=present, other=float("-inf"), cache_modifier=".cg")
+            g_part = gl.load(part_out_ptr + slots[:, :, None] * HEAD_DIM + g_dim[None, None, :],
+                             mask=present[:, :, None], other=0.0, cache_modifier=".cg")
+            _, g_l, g_acc = _weigh(g_lse, g_part)
+            _store_rows(out_ptr, row, g_head, g_dim, g_l, g_acc, has_context, group, GROUPS)
+            gl.store(counter, 0)  # the next launch (a graph replay) starts from 0
+    else:
+        _store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER)
     _once_per_thread(WAIT_ASM)  # no CTA exits (freeing its shared memory) before every CTA has read it

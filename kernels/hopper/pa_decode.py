@@ -145,7 +145,7 @@ def _combine_out(warps):  # [16, 128]: 4 consecutive head dims per thread
     return gl.SliceLayout(0, _combine(warps))
 
 
-_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
+_cta_barrier = _cluster.cta_barrier
 
 # ---- device code ---------------------------------------------------------------------------------------------------
 @gluon.constexpr_function
@@ -521,17 +521,18 @@ def _combine_warps(m_i, l_i, acc):
 
 
 @gluon.jit
-def _coords(CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
+def _coords(num_splits, CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
     """(row, split) of this program: the grid is (rows, splits), or with CLUSTER > 1 (the split merge over a
-    cluster) rows x CLUSTER programs along x, one cluster of CLUSTER CTAs per row, the split = the rank in it. AGAIN:
-    the program id read through an opaque register move (``_program_pages``)."""
+    cluster) rows x num_splits programs along x, the row's splits consecutive: one cluster of CLUSTER CTAs (or
+    num_splits / CLUSTER of them, grouped) per row. AGAIN: the program id read through an opaque register move
+    (``_program_pages``)."""
     pid = gl.program_id(0)
     if AGAIN:
         pid = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [pid], dtype=gl.int32, is_pure=False,
                                         pack=1)
     if CLUSTER > 1:
-        row = pid // CLUSTER
-        split = pid - row * CLUSTER
+        row = pid // num_splits
+        split = pid - row * num_splits
     else:
         row = pid
         split = gl.program_id(1)
@@ -540,15 +541,15 @@ def _coords(CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
 
 @gluon.jit
 def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-                   num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE: gl.constexpr,
-                   SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, CLUSTER: gl.constexpr,
-                   AGAIN: gl.constexpr = False):
+                   num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale,
+                   HAS_QUERY_SCALE: gl.constexpr, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr,
+                   CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
     """(row, context, page_begin, page_end, table_base, ids_base, head, table_end, logit scale) of this program (row,
     split): pages [page_begin, page_end) are attended; table entries [page_begin, table_end) may be loaded (the
     split's entries inside the table's width), without waiting for the context. AGAIN: for the exact fallback pass,
     the row read through an opaque register move, so that the compiler derives every address of that pass again
     instead of keeping the first pass's values live (spilled) across the hot loop."""
-    row, split = _coords(CLUSTER, AGAIN)
+    row, split = _coords(num_splits, CLUSTER, AGAIN)
     row = row.to(gl.int64)
     context, table_base, head, ids_base = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr,
                                                       table_stride, num_kv_heads, num_tokens, topk, SOURCE,
@@ -577,8 +578,8 @@ def _pa_decode_kernel(
     v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
         context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-        num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2, PPB,
-        CLUSTER)
+        num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2,
+        PPB, CLUSTER)
     m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head,
                                    num_kv_heads, table_stride, table_end, context, page_begin, page_end, scale,
                                    k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB)
@@ -588,12 +589,12 @@ def _pa_decode_kernel(
             # the program's values are derived again (AGAIN) rather than kept live over the hot loop (spilled registers)
             row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
                 context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-                num_kv_heads, num_tokens, topk, pages_per_split, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2,
-                PPB, CLUSTER, True)
+                num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, HAS_QUERY_SCALE, SOURCE,
+                TOPK_POW2, PPB, CLUSTER, True)
             m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base,
                                        head, num_kv_heads, table_stride, table_end, context, page_begin, page_end,
                                        scale, k_codes, k_scales, v_codes, v_scales, STAGES, False, SOURCE, PPB)
-    row, split = _coords(CLUSTER)
+    row, split = _coords(num_splits, CLUSTER)
     row = row.to(gl.int64)
     has_context = _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk, SOURCE)
 
@@ -607,9 +608,10 @@ def _pa_decode_kernel(
     # partial (out, lse) of a split: lse -inf (weight 0) when l == 0, NaN when l is NaN
     lse = gl.where(has_tokens, m_all + gl.log2(gl.where(has_tokens, l_sum, 1.0)),
                    gl.where(l_sum == 0.0, float("-inf"), float("nan")))
-    if CLUSTER > 1:  # the row's splits are one cluster: each merges 16 / CLUSTER heads from the others' shared memory
-        _cluster.publish(out, lse, head, dim)
-        _cluster.merge(out_ptr, row, split, has_context, group, CLUSTER)
+    if CLUSTER > 1:  # the row's splits are clusters: each CTA merges 16 / CLUSTER heads from the others' shared memory
+        _cluster.publish(out, lse, head, dim)  # (SPLIT: several clusters per row, their merges met through L2)
+        _cluster.merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_splits, has_context, group,
+                       CLUSTER, SPLIT)
     elif SPLIT:
         base = (row * num_splits + split) * BLOCK_H
         gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
@@ -771,19 +773,26 @@ def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device:
 
 
 def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.device) -> int:
-    """The cluster size of a launch of ``rows`` x ``splits`` programs: ``splits`` where the row's splits merge over a
-    cluster (``_cluster``), else 1 (the row's last split merges from L2). Only split counts that divide the 16 heads
-    (2, 4, 8, 16); ``config.cluster`` True / False forces it on / off there. None (the policy): 4, 8 or 16 splits
-    while rows x splits <= SMs // 2. Measured on the H200 (docs/hopper.md "The split merge over a cluster", forced
-    on / off, same run): 1 x 16 pages, 16 splits 6.59 against 7.96 us; 1 x 64, 16 splits 10.77 against 11.76; 8 x 16,
-    8 splits 8.59 against 9.48; 16 x 16, 4 splits 11.07 against 11.73; but at 128 programs and more slower (8 x 16, 16
-    splits 8.90 against 8.48; 16 x 16, 8 splits 11.15 against 9.74; 16 x 64 at 8 warps, 8 splits 32.8 against
-    17.9): a cluster's CTAs must be co-scheduled in one GPC, which a launch that fills the SMs cannot always do."""
-    if splits not in CLUSTER_SIZES:
+    """The cluster size of a launch of ``rows`` x ``splits`` programs: ``splits`` where the row's splits merge over one
+    cluster (``_cluster``), 16 where they are G x 16 (G <= MAX_GROUPS: G clusters per row, whose merges meet through
+    L2, "grouped"), else 1 (the row's last split merges from L2). One cluster only for split counts that divide the
+    16 heads (2, 4, 8, 16); ``config.cluster`` True / False forces clusters on / off where the split count allows.
+    None (the policy): 4, 8, 16 or G x 16 splits while rows x splits <= SMs // 2. Measured on the H200 (docs/hopper.md
+    "The split merge over a cluster", forced on / off, same run): 1 x 16 pages, 16 splits 6.59 against 7.96 us;
+    1 x 64, 16 splits 10.77 against 11.76; 8 x 16, 8 splits 8.59 against 9.48; 16 x 16, 4 splits 11.07 against
+    11.73; but at 128 programs and more slower (8 x 16, 16 splits 8.90 against 8.48; 16 x 16, 8 splits 11.15 against
+    9.74; 16 x 64 at 8 warps, 8 splits 32.8 against 17.9): a cluster's CTAs must be co-scheduled in one GPC, which a
+    launch that fills the SMs cannot always do."""
+    biggest = CLUSTER_SIZES[-1]
+    if splits in CLUSTER_SIZES:
+        size = splits
+    elif splits % biggest == 0 and splits // biggest <= _cluster.MAX_GROUPS:
+        size = biggest
+    else:
         return 1
     if config.cluster is not None:
-        return splits if config.cluster else 1
-    return splits if splits in POLICY_CLUSTER_SIZES and rows * splits <= _sms(device) // 2 else 1
+        return size if config.cluster else 1
+    return size if size in POLICY_CLUSTER_SIZES and rows * splits <= _sms(device) // 2 else 1
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
@@ -811,9 +820,11 @@ class HopperDecodePlan(DecodePlan):
     """The Hopper backend's plan (the protocol of atom_mxfp4.plan): tuning + split-KV workspace.
 
     part_out [slots, 16, 128] fp32 and part_lse [slots, 16] fp32: slot ``row * splits + split`` of a split launch
-    (``partial_slots``: enough for every launch the plan covers); counters [rows] int32, zero between launches: how
-    many splits of each row have stored their partial (the last one merges the row, then resets it to 0). None when
-    no launch it covers splits.
+    (``partial_slots``: enough for every launch the plan covers; a grouped cluster launch uses ``row * groups +
+    group``); counters [rows x 16] int32, zero between launches: counter ``row`` how many splits of the row have
+    stored their partial (the last one merges the row, then resets it to 0), or in a grouped cluster launch counter
+    ``row * 16 + rank`` how many of its clusters have stored head slice ``rank``. None when no launch it covers
+    splits.
     ``num_splits`` / ``pages_per_split``: what a launch of the plan's own shape does (benchmarks report them).
     """
 
@@ -845,7 +856,7 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     if slots > 0:
         part_out = torch.empty(slots, L.BLOCK_H, L.HEAD_DIM, dtype=torch.float32, device=device)
         part_lse = torch.empty(slots, L.BLOCK_H, dtype=torch.float32, device=device)
-        counters = torch.zeros(num_rows, dtype=torch.int32, device=device)
+        counters = torch.zeros(num_rows * L.BLOCK_H, dtype=torch.int32, device=device)
     return HopperDecodePlan(NAME, num_rows, max_table_width, group, device, config, num_splits, *own, part_out,
                             part_lse, counters)
 
@@ -900,7 +911,7 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
     cfg = plan.config
     splits, pages_per_split = checked_split(plan, rows, width)
     cluster = cluster_for(cfg, rows, splits, q.device)
-    split = splits > 1 and cluster == 1  # partials through the plan's workspace, the row's last split merges
+    split = splits > cluster  # partials through the plan's workspace (of splits, or of grouped clusters' slices)
     table_stride, num_kv_heads, num_tokens, topk = sizes
     # ---- launch
     args = (out, q, k_words, v_words, *pointers, query_scale_arg,
@@ -914,16 +925,17 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
     if cluster == 1:
         _pa_decode_kernel[(rows, splits)](*args, **constexprs)
     else:
-        _launch_clusters(rows, cluster, args, constexprs, q.device)
+        _launch_clusters(rows * splits // cluster, cluster, args, constexprs, q.device)
     return out
 
 
-def _launch_clusters(rows, cluster, args, constexprs, device):
-    """Launch rows clusters of ``cluster`` CTAs (grid rows x cluster along x) with the exchange region
-    (``_cluster.XCHG_BYTES``) past the kernel's own shared memory. Triton launches a kernel compiled for one CTA per
-    program without a cluster, so the compiled kernel is run here with the cluster size and shared-memory size its
-    launcher takes per call (``CompiledKernel.run``, the call ``JITFunction.run`` makes; triton 3.6 and 3.8)."""
-    kernel = _pa_decode_kernel.warmup(*args, grid=(rows * cluster,), **constexprs)  # compiles or finds; no launch
+def _launch_clusters(clusters, cluster, args, constexprs, device):
+    """Launch ``clusters`` clusters of ``cluster`` CTAs (one grid dimension: a row's splits consecutive) with the
+    exchange region (``_cluster.XCHG_BYTES``) past the kernel's own shared memory. Triton launches a kernel compiled
+    for one CTA per program without a cluster, so the compiled kernel is run here with the cluster size and
+    shared-memory size its launcher takes per call (``CompiledKernel.run``, the call ``JITFunction.run`` makes;
+    triton 3.6 and 3.8)."""
+    kernel = _pa_decode_kernel.warmup(*args, grid=(clusters * cluster,), **constexprs)  # compiles or finds only
     kernel = kernel.result() if hasattr(kernel, "result") else kernel
     values = dict(zip(_pa_decode_kernel.arg_names, args), **constexprs)
     bound = [values[name] for name in _pa_decode_kernel.arg_names]
@@ -931,8 +943,8 @@ def _launch_clusters(rows, cluster, args, constexprs, device):
     stream = torch.cuda.current_stream(device).cuda_stream
     shared = -(-kernel.metadata.shared // 16) * 16 + _cluster.XCHG_BYTES
     hooks = triton.knobs.runtime
-    run(rows, 1, 1, stream, kernel.function, (kernel.metadata.num_warps, cluster, shared),
-        kernel.launch_metadata((rows * cluster, 1, 1), stream, *bound), hooks.launch_enter_hook,
+    run(clusters, 1, 1, stream, kernel.function, (kernel.metadata.num_warps, cluster, shared),
+        kernel.launch_metadata((clusters * cluster, 1, 1), stream, *bound), hooks.launch_enter_hook,
         hooks.launch_exit_hook, *bound)
 
 
@@ -1016,7 +1028,7 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
                      source: str = "tables", topk: int = 16, pages_per_block: int = 1, cluster: int = 1):
     """Compile the decode kernel for sm_90 with the ptxas Triton ships (no GPU needed); returns the CompiledKernel.
     ``source``: pa_decode's tables, or attend's "dense" / "sparse" (``topk`` ids of ``pages_per_block`` pages);
-    ``cluster``: the split merge over clusters of that many CTAs (``split`` then means nothing).
+    ``cluster``: the split merge over clusters of that many CTAs (with ``split``: several clusters per row, grouped).
 
     Pointer arguments get the 16-byte divisibility the launcher specialises on at run time (the caches are checked
     16-byte aligned; 8704-byte records keep every page 16-byte aligned)."""
@@ -1025,7 +1037,7 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
 
     expect(source in SOURCES, "source", f"one of {list(SOURCES)}", repr(source))
     expect(cluster == 1 or cluster in CLUSTER_SIZES, "cluster", f"1 or one of {CLUSTER_SIZES}", cluster)
-    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split and cluster == 1, "CLUSTER": cluster,
+    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "CLUSTER": cluster,
                  "STAGES": config.stages, "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
                  "TOPK_POW2": triton.next_power_of_2(topk) if source == "sparse" else 1,
                  "PPB": pages_per_block if source == "sparse" else 1}

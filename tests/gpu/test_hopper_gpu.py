@@ -304,17 +304,19 @@ def test_e4m3_query_and_query_scale(query_scale):
 
 @pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
 @pytest.mark.parametrize("rows,group,width,splits", [(1, 16, 16, 16), (3, 16, 8, 8), (5, 7, 12, 4), (2, 16, 2, 2),
-                                                     (8, 16, 64, 16), (4, 1, 33, 2)])
+                                                     (8, 16, 64, 16), (4, 1, 33, 2), (1, 16, 64, 32),
+                                                     (3, 7, 48, 48), (2, 16, 64, 64)])
 def test_cluster_merge_vs_the_l2_merge_and_fp64(rows, group, width, splits, warps):
-    """The same splits merged over a cluster (``HopperConfig.cluster=True``: every cluster size, 16 / S heads per CTA)
-    and by the row's last split through L2 (False): both within the oracle's tolerance (irregular lengths: a row of 0
-    tokens, one of a full table; GQA groups 16, 7 and 1: unused heads masked), and the two merges within a few bf16
-    rounding steps of each other (the same partials summed in another order)."""
+    """The same splits merged over a cluster (``HopperConfig.cluster=True``: every cluster size, 16 / S heads per CTA;
+    32 / 48 / 64 splits: 2 / 3 / 4 clusters of 16 per row, their slices met through L2) and by the row's last split
+    through L2 (False): both within the oracle's tolerance (irregular lengths: a row of 0 tokens, one of a full table,
+    empty splits and empty clusters; GQA groups 16, 7 and 1: unused heads masked), and the two merges within a few
+    bf16 rounding steps of each other (the same partials summed in another order)."""
     gen = torch.Generator().manual_seed(400 + rows * width + splits)
     lens = _irregular_lens(gen, rows, width)
     case = _case(gen, rows, group, width, lens)
     cluster, plan = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, cluster=True))
-    assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == splits
+    assert plan.num_splits == splits and P.cluster_for(plan.config, rows, splits, DEV) == min(splits, 16)
     l2, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, cluster=False))
     ref = _oracle(*case, 0.09)
     _check(cluster, ref, lens)
@@ -370,8 +372,8 @@ def test_through_the_ops_api_with_checks():
 
 
 @pytest.mark.parametrize("rows,width,splits", [(8, 64, None), (128, 64, None), (600, 4, 1), (16, 64, None),
-                                              (2, 64, None)],
-                         ids=["split", "split-wave", "direct", "split-8-warps", "split-cluster"])
+                                              (2, 64, None), (1, 128, None)],
+                         ids=["split", "split-wave", "direct", "split-8-warps", "split-cluster", "split-clusters"])
 def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     gen = torch.Generator().manual_seed(7 * rows)
     lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
@@ -380,8 +382,10 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     assert (plan.num_splits > 1) == (splits is None)
     warps = P.warps_for(plan.config, rows * plan.num_splits, plan.pages_per_split, DEV)
     assert warps == (8 if rows == 16 else 4), warps  # 16 x 64: 8 splits of 8 pages, 128 programs
-    # 2 x 64: 16 splits merged over clusters of 16; the others (128 programs and more, or 3 splits) through L2
-    assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == (16 if rows == 2 else 1)
+    # 2 x 64: 16 splits merged over a cluster of 16; 1 x 128: 64 splits over 4 clusters of 16 (grouped); the others
+    # (128 programs and more, or 3 splits) through L2
+    assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == (16 if rows <= 2 else 1)
+    assert plan.num_splits == {2: 16, 1: 64}.get(rows, plan.num_splits)
     out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
 
