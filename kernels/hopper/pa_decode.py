@@ -707,7 +707,8 @@ ONE_PAGE_SPLIT_WIDTH = 16  # tables this narrow split one page per program when 
 CLUSTER_SIZES = _cluster.CLUSTER_SIZES  # split counts whose merge can run over a cluster (``cluster_for``)
 POLICY_CLUSTER_SIZES = (4, 8, 16)  # the policy's: at 2 splits the cluster merge measured 0-2% slower (H200 sweep,
 # 2026-12-04), at 4-16 up to 17% faster while the launch fills at most half the SMs, and slower beyond (``cluster_for``)
-CLUSTER_PAGES_PER_SPLIT = 4  # 16 one-cluster splits replace more L2-merged ones up to this many pages each
+CLUSTER_PAGES_PER_SPLIT = 4  # clustered splits replace more L2-merged ones up to this many pages each
+CLUSTERED_SPLITS = (64, 48, 32, 16)  # the split counts the policy gives clustered launches, most first
 
 
 H200_SMS = 132  # the SM count planned with off-GPU: the H200 the policy was measured on
@@ -725,7 +726,8 @@ def _most_splits(num_rows: int, width: int, sms: int) -> int:
     return min(MAX_SPLITS, max(1, width // MIN_PAGES_PER_SPLIT))
 
 
-def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int) -> int:
+def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, programs_per_sm: int,
+                   clusters: bool = True) -> int:
     """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
 
     Fitted to the forced-split sweep on the H200 (docs/hopper.md "Split policy", 2026-12-03): programs of one SM share
@@ -733,10 +735,13 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     pages: 88.5 us direct, 111 us at the previous policy's 3 splits). The most splits of: one program per SM
     (SMs // rows), and one wave (``programs_per_sm`` x SMs) // rows while each split keeps FILL_PAGES_PER_SPLIT pages;
     at least 1, at most MAX_SPLITS and width // MIN_PAGES_PER_SPLIT; tables of <= ONE_PAGE_SPLIT_WIDTH pages whose
-    rows x width fit one program per SM split one page per program (the sweep's small-batch best). More than 16 splits
-    become 16 where those fit one cluster per row in half the SMs and each keeps <= CLUSTER_PAGES_PER_SPLIT pages: their
-    merge over a cluster (``cluster_for``) is faster than more splits' merge through L2 (docs/hopper.md "The split
-    merge over a cluster").
+    rows x width fit one program per SM split one page per program (the sweep's small-batch best).
+    ``clusters`` (the config does not turn clusters off): where a row's splits can merge over clusters
+    (``cluster_for``: rows x splits <= SMs // 2), splitting is cheap, so a launch takes the most clustered splits
+    (``_clustered_splits``: 64, 48, 32 or 16, every split non-empty) when they are at least as many as the above, or
+    keep <= CLUSTER_PAGES_PER_SPLIT pages each (docs/hopper.md "The split merge over a cluster": 1 x 64 pages at 64
+    splits 7.83 us against 11.17 at the previous 32; 4 x 64 at 16 splits 11.5 against 12.8 at 32; 4 x 256 keeps 32,
+    16 pages a split at 16 being slower).
     """
     if num_rows == 0:
         return 1
@@ -745,13 +750,19 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     per_sm = sms // num_rows
     wave = min(programs_per_sm * sms // num_rows, max_table_width // FILL_PAGES_PER_SPLIT)
     splits = max(1, min(max(per_sm, wave), most))
-    clustered = CLUSTER_SIZES[-1]  # 16 splits merged over one cluster per row (``cluster_for``) beat more of them
-    # merged through L2 while each keeps <= CLUSTER_PAGES_PER_SPLIT pages (1 x 64 pages: 10.77 us against 11.36 at
-    # 32 splits; 4 x 256 pages, 16 pages each: 26.9 against 19.8 at 32)
-    if (splits > clustered and num_rows * clustered <= sms // 2
-            and max_table_width <= clustered * CLUSTER_PAGES_PER_SPLIT):
+    clustered = _clustered_splits(num_rows, max_table_width, sms) if clusters else 0
+    if clustered and (clustered >= splits or max_table_width <= clustered * CLUSTER_PAGES_PER_SPLIT):
         return clustered
     return splits
+
+
+def _clustered_splits(num_rows: int, width: int, sms: int) -> int:
+    """The most splits of CLUSTERED_SPLITS (one or 2-4 clusters of 16 per row) that fit half the SMs with every split
+    of a ``width``-page table non-empty (``split_pages`` keeps the count); 0 if none does."""
+    for splits in CLUSTERED_SPLITS:
+        if num_rows * splits <= sms // 2 and split_pages(width, splits)[0] == splits:
+            return splits
+    return 0
 
 
 def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device: torch.device) -> int:
@@ -801,7 +812,7 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
     none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): a launch of r rows splits at
     most max(SMs, wave) // r ways (r x splits <= one wave) and at most MAX_SPLITS, width // MIN_PAGES_PER_SPLIT ways;
-    a narrow table (one-page splits) at most r x w <= SMs ways."""
+    a narrow table (one-page splits) at most r x w <= SMs ways; clustered splits r x splits <= SMs // 2."""
     if num_splits is not None:
         wanted = split_pages(max_table_width, num_splits)[0]
         return num_rows * wanted if wanted > 1 else 0
@@ -812,7 +823,11 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     one_page = min(num_rows * min(max_table_width, ONE_PAGE_SPLIT_WIDTH), sms) if max_table_width >= 2 else 0
     most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
     wide = min(num_rows * most, max(1, config.programs_per_sm) * sms) if most > 1 else 0
-    return max(one_page, wide)
+    # clustered splits (``_clustered_splits``): r x splits <= SMs // 2, at most CLUSTERED_SPLITS[0] per row (a launch
+    # over clusters needs fewer, but the plan protocol counts rows x splits)
+    clustered = (min(num_rows * min(max_table_width, CLUSTERED_SPLITS[0]), sms // 2)
+                 if max_table_width >= CLUSTERED_SPLITS[-1] and config.cluster is not False else 0)
+    return max(one_page, wide, clustered)
 
 
 @dataclass(frozen=True, eq=False)
@@ -839,7 +854,8 @@ class HopperDecodePlan(DecodePlan):
     def splits_for(self, rows: int, width: int) -> tuple[int, int]:
         """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
         wanted = (self.forced_splits if self.forced_splits is not None
-                  else num_splits_for(rows, width, self.device, self.config.programs_per_sm))
+                  else num_splits_for(rows, width, self.device, self.config.programs_per_sm,
+                                      self.config.cluster is not False))
         return split_pages(width, wanted)
 
 
@@ -850,7 +866,8 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     config = DEFAULT_CONFIG if config is None else config
     check_forced_splits(num_splits)
     own = split_pages(max_table_width, num_splits if num_splits is not None
-                 else num_splits_for(num_rows, max_table_width, device, config.programs_per_sm))
+                 else num_splits_for(num_rows, max_table_width, device, config.programs_per_sm,
+                                     config.cluster is not False))
     slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = counters = None
     if slots > 0:

@@ -382,10 +382,10 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     assert (plan.num_splits > 1) == (splits is None)
     warps = P.warps_for(plan.config, rows * plan.num_splits, plan.pages_per_split, DEV)
     assert warps == (8 if rows == 16 else 4), warps  # 16 x 64: 8 splits of 8 pages, 128 programs
-    # 2 x 64: 16 splits merged over a cluster of 16; 1 x 128: 64 splits over 4 clusters of 16 (grouped); the others
-    # (128 programs and more, or 3 splits) through L2
+    # 2 x 64: 32 splits over 2 clusters of 16, 1 x 128: 64 over 4 (grouped); the others (128 programs and more, or 3
+    # splits) through L2
     assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == (16 if rows <= 2 else 1)
-    assert plan.num_splits == {2: 16, 1: 64}.get(rows, plan.num_splits)
+    assert plan.num_splits == {2: 32, 1: 64}.get(rows, plan.num_splits)
     out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
 
