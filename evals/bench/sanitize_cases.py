@@ -48,14 +48,15 @@ def main():
     from atom_mxfp4.kernels import hopper
     why = hopper.usable(DEV)
     if why is None:  # the Gluon pa_decode (explicit backend "hopper"): direct, split, a larger plan; each with the
-        # policy's warp count and merge (2 splits of 5 rows: over a cluster), with the 8-warp program forced
-        # (HopperConfig.warps) and with the merge through L2 forced (HopperConfig.cluster)
+        # policy's warp count and merge (2 splits: through L2), with the 8-warp program forced (HopperConfig.warps),
+        # and with the merge over one cluster per row forced (HopperConfig.cluster; the policy takes 4-16 splits)
         from atom_mxfp4.kernels.hopper.pa_decode import with_config
-        eight, through_l2 = hopper.HopperConfig(warps=8), hopper.HopperConfig(cluster=False)
+        eight, clustered = hopper.HopperConfig(warps=8), hopper.HopperConfig(cluster=True)
+        through_l2 = hopper.HopperConfig(cluster=False)
         for plan in (hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=1),
                      hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=2),
                      hopper.make_plan(64, tables.shape[1] + 30, 16, DEV)):
-            for each in (plan, with_config(plan, eight), with_config(plan, through_l2)):
+            for each in (plan, with_config(plan, eight), with_config(plan, clustered)):
                 out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
                 hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None,
                                  plan=each)
@@ -63,7 +64,7 @@ def main():
         far[:, :, SCALE_OFFSET:] = 200
         for splits in (1, 2):
             plan = hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=splits)
-            for each in (plan, with_config(plan, eight), with_config(plan, through_l2)):
+            for each in (plan, with_config(plan, eight), with_config(plan, clustered)):
                 hopper.pa_decode(out, q[:5].contiguous(), far, v, tables, lens, softmax_scale=0.088,
                                  query_scale=None, plan=each)
         # the fused attend (block table + top-k ids read in the launch): sparse and dense, direct and split, and the
@@ -73,7 +74,7 @@ def main():
             for cache in (k, far):
                 for ids_or_none, width in ((ids, ids.shape[2]), (None, wide.shape[1])):
                     plan = hopper.make_plan(5, width, 16, DEV, num_splits=splits)
-                    for each in (plan, with_config(plan, eight), with_config(plan, through_l2)):
+                    for each in (plan, with_config(plan, eight), with_config(plan, clustered)):
                         ran_fused = hopper.attend(out, q[:5].contiguous(), cache, v, wide, rr, rp, num_kv_heads=1,
                                                   topk_blocks=ids_or_none, pages_per_block=1, softmax_scale=0.088,
                                                   query_scale=None, plan=each)
@@ -81,7 +82,7 @@ def main():
         # the split merge over 2 clusters of 16 per row (grouped): 32 one-page splits of a 32-wide block table (its
         # entries past each request's pages point past the cache), and the same through L2
         wider = torch.cat([block_table, torch.full((2, 29), 2**20, dtype=torch.int32, device=DEV)], 1).contiguous()
-        for each in (hopper.HopperConfig(cluster=True), through_l2):
+        for each in (clustered, through_l2):
             plan = with_config(hopper.make_plan(5, wider.shape[1], 16, DEV, num_splits=32), each)
             hopper.attend(out, q[:5].contiguous(), k, v, wider, rr, rp, num_kv_heads=1, topk_blocks=None,
                           pages_per_block=1, softmax_scale=0.088, query_scale=None, plan=plan)
@@ -95,7 +96,7 @@ def main():
             hopper.index_topk(iq[:5].contiguous(), ik, wide, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                               index_k_dtype="mxfp4", config=config)
         ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass;"
-                " each at the policy's and at 8 warps, the split merge over a cluster and through L2)"
+                " each at the policy's and at 8 warps, the split merge through L2 and over a cluster)"
                 ", Hopper attend (sparse and dense, direct and split, both passes, 4 and 8 warps; 32 splits over 2"
                 " clusters of 16 and through L2)"
                 ", Hopper index_topk (fp8 and MXFP4 index-K)")

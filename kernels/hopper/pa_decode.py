@@ -25,8 +25,10 @@ accumulator registers. The w warps merge
 (m, l, O) at the end. Q is loaded once per program with 16-byte loads and relabelled to the operand's column order;
 the page table entry of the next copy is loaded one loop trip ahead. Split-KV (grid rows x splits) when rows are few:
 partial (out, lse) in the plan's workspace, and the row's last split to finish (an acq_rel arrival counter per row,
-reset by that program) merges them in the same launch; direct (one program per row, bf16 out) otherwise. The split
-count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA graph.
+reset by that program) merges them in the same launch; or, where the launch fills at most half the SMs, the row's
+splits run as 1-4 thread-block clusters that merge through distributed shared memory (``_cluster``, ``cluster_for``);
+direct (one program per row, bf16 out) otherwise. The split count depends only on (rows, table width), so a plan made
+once is valid for every replay of a CUDA graph.
 Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
 """
 
@@ -684,8 +686,9 @@ class HopperConfig:
     # pages, else 4); 4 (32 tokens of each page per warp) or 8 (16 per warp: about half the per-page chain) forced
     fast_decode: bool = True  # the one-multiply decode with its exact fallback (layout.WINDOW_*); False: the exact
     # decode only (same bits; tests compare the two, benchmarks measure the difference)
-    cluster: bool | None = None  # the split merge over a thread-block cluster (``cluster_for``): None the policy,
-    # True wherever the split count allows it (2, 4, 8 or 16 splits), False never (the row's last split merges)
+    cluster: bool | None = None  # the split merge over thread-block clusters (``cluster_for``): None the policy, True
+    # wherever the split count allows it (2, 4, 8, 16 splits: one cluster; 32, 48, 64: 2-4), False never (the row's
+    # last split merges through L2; the split policy then gives no clustered split counts)
 
     def __post_init__(self):
         expect(self.warps is None or (type(self.warps) is int and self.warps in L.PROGRAM_WARPS), "HopperConfig.warps",
