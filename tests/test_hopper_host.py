@@ -378,3 +378,70 @@ def test_cluster_launch_passes_every_kernel_argument_in_the_kernels_order():
     same order, the cluster size among them."""
     assert list(P._pa_decode_kernel.arg_names) == list(P.SIGNATURE)
     assert "CLUSTER" in P.SIGNATURE
+
+
+def test_the_policy_clusters_the_4_warp_program_only():
+    """The 8-warp program takes a whole SM (a cluster of 16 needs 16 SMs of one GPC): the policy never clusters it,
+    a forced config does."""
+    cpu = torch.device("cpu")
+    assert P.cluster_for(P.DEFAULT_CONFIG, 1, 16, cpu, warps=L.WARPS) == 16
+    assert P.cluster_for(P.DEFAULT_CONFIG, 1, 16, cpu, warps=L.SMALL_BATCH_WARPS) == 1
+    assert P.cluster_for(P.HopperConfig(cluster=True), 1, 16, cpu, warps=L.SMALL_BATCH_WARPS) == 16
+    plan = P.make_plan(1, 1024, 16, cpu)  # 64 splits of 16 pages: 8 warps, merged through L2
+    warps = P.warps_for(plan.config, plan.num_splits, plan.pages_per_split, cpu)
+    assert (plan.num_splits, warps, P.cluster_for(plan.config, 1, plan.num_splits, cpu, warps)) == (64, 8, 1)
+
+
+class _FakeKernel:
+    """Stands in for the Gluon kernel on the CPU: records the launches ``_launch`` makes through it."""
+
+    def __init__(self):
+        self.launches = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.launches.append((grid, args, kwargs))
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_a_cluster_the_device_cannot_hold_falls_back_to_the_l2_merge(monkeypatch, fits):
+    """``_launch``: a launch the policy clusters goes to ``_launch_clusters``; when that finds the device cannot hold
+    the cluster (False, nothing launched), the same launch runs merged through L2: SPLIT, no cluster, the plan's
+    workspace (1 row x 16 one-page splits here)."""
+    fake, asked = _FakeKernel(), []
+    monkeypatch.setattr(P, "_pa_decode_kernel", fake)
+    monkeypatch.setattr(P, "_launch_clusters", lambda *a: asked.append(a) or fits)
+    args = _args(rows=1, width=16)
+    plan = hopper.make_plan(1, 16, 16, "cpu")
+    _call(args, plan)
+    clusters, cluster, _, constexprs, _ = asked[0]
+    assert (clusters, cluster, constexprs["CLUSTER"], constexprs["SPLIT"]) == (1, 16, 16, False)
+    if fits:
+        assert fake.launches == []
+        return
+    (grid, launched, kwargs), = fake.launches
+    assert grid == (1, 16) and kwargs["CLUSTER"] == 1 and kwargs["SPLIT"] is True
+    names = list(P.SIGNATURE)
+    for name, tensor in (("part_out_ptr", plan.part_out), ("part_lse_ptr", plan.part_lse),
+                         ("counters_ptr", plan.counters)):
+        assert launched[names.index(name)] is tensor, name
+
+
+def test_cluster_occupancy_is_asked_once_and_a_failed_query_means_no_cluster(monkeypatch):
+    """``_clusters_fit``: the driver's answer (max active clusters > 0) cached per (kernel, cluster, shared); a query
+    that raises counts as no cluster, with one warning."""
+    calls = []
+
+    def query(function, shared, cluster):
+        calls.append((function, shared, cluster))
+        if function == 3:
+            raise RuntimeError("no such query")
+        return {1: 2, 2: 0}[function]
+
+    monkeypatch.setattr(P, "_CLUSTERS_FIT", {})
+    monkeypatch.setattr(P, "_max_active_clusters", query)
+    assert P._clusters_fit(1, 16, 82000) and P._clusters_fit(1, 16, 82000)
+    assert not P._clusters_fit(2, 16, 82000)
+    with pytest.warns(RuntimeWarning, match="cluster of 16 CTAs"):
+        assert not P._clusters_fit(3, 16, 82000)
+    assert not P._clusters_fit(3, 16, 82000)
+    assert calls == [(1, 82000, 16), (2, 82000, 16), (3, 82000, 16)]

@@ -34,6 +34,7 @@ Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 import torch
@@ -786,17 +787,19 @@ def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device:
     return L.WARPS
 
 
-def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.device) -> int:
-    """The cluster size of a launch of ``rows`` x ``splits`` programs: ``splits`` where the row's splits merge over one
-    cluster (``_cluster``), 16 where they are G x 16 (G <= MAX_GROUPS: G clusters per row, whose merges meet through
-    L2, "grouped"), else 1 (the row's last split merges from L2). One cluster only for split counts that divide the
-    16 heads (2, 4, 8, 16); ``config.cluster`` True / False forces clusters on / off where the split count allows.
-    None (the policy): 4, 8, 16 or G x 16 splits while rows x splits <= SMs // 2. Measured on the H200 (docs/hopper.md
-    "The split merge over a cluster", forced on / off, same run): 1 x 16 pages, 16 splits 6.59 against 7.96 us;
-    1 x 64, 16 splits 10.77 against 11.76; 8 x 16, 8 splits 8.59 against 9.48; 16 x 16, 4 splits 11.07 against
-    11.73; but at 128 programs and more slower (8 x 16, 16 splits 8.90 against 8.48; 16 x 16, 8 splits 11.15 against
-    9.74; 16 x 64 at 8 warps, 8 splits 32.8 against 17.9): a cluster's CTAs must be co-scheduled in one GPC, which a
-    launch that fills the SMs cannot always do."""
+def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.device, warps: int = L.WARPS) -> int:
+    """The cluster size of a launch of ``rows`` x ``splits`` programs: ``splits`` where the row's splits merge over
+    one cluster (``_cluster``), 16 where they are G x 16 (G <= MAX_GROUPS: G clusters per row, whose merges meet
+    through L2, "grouped"), else 1 (the row's last split merges from L2). One cluster only for split counts that
+    divide the 16 heads (2, 4, 8, 16); ``config.cluster`` True / False forces clusters on / off where the split
+    count allows. None (the policy): 4, 8, 16 or G x 16 splits of the 4-warp program (``warps``, ``warps_for``)
+    while rows x splits <= SMs // 2; not the 8-warp program: it takes a whole SM, so a cluster of 16 needs 16 SMs of
+    one GPC (smaller sm_90 parts may not hold one; forced on the H200, 0.94x to 1.63x of its L2 merge). Measured
+    on the H200 (docs/hopper.md "The split merge over a cluster", forced on / off, same run): 1 x 16 pages, 16
+    splits 6.59 against 7.96 us; 1 x 64, 16 splits 10.77 against 11.76; 8 x 16, 8 splits 8.59 against 9.48; 16 x 16,
+    4 splits 11.07 against 11.73; but at 128 programs and more slower (8 x 16, 16 splits 8.90 against 8.48; 16 x 16,
+    8 splits 11.15 against 9.74; 16 x 64 at 8 warps, 8 splits 32.8 against 17.9): a cluster's CTAs must be
+    co-scheduled in one GPC, which a launch that fills the SMs cannot always do."""
     biggest = CLUSTER_SIZES[-1]
     if splits in CLUSTER_SIZES:
         size = splits
@@ -806,7 +809,8 @@ def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.devi
         return 1
     if config.cluster is not None:
         return size if config.cluster else 1
-    return size if size in POLICY_CLUSTER_SIZES and rows * splits <= _sms(device) // 2 else 1
+    policy = size in POLICY_CLUSTER_SIZES and warps == L.WARPS and rows * splits <= _sms(device) // 2
+    return size if policy else 1
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
@@ -930,42 +934,70 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
     # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
     splits, pages_per_split = checked_split(plan, rows, width)
-    cluster = cluster_for(cfg, rows, splits, q.device)
-    split = splits > cluster  # partials through the plan's workspace (of splits, or of grouped clusters' slices)
+    warps = warps_for(cfg, rows * splits, pages_per_split, q.device)
+    cluster = cluster_for(cfg, rows, splits, q.device, warps)
     table_stride, num_kv_heads, num_tokens, topk = sizes
-    # ---- launch
-    args = (out, q, k_words, v_words, *pointers, query_scale_arg,
-            plan.part_out if split else out, plan.part_lse if split else out, plan.counters if split else out,
+    # ---- launch (the plan's workspace: partials of splits, or of grouped clusters' head slices)
+    workspace = (plan.part_out, plan.part_lse, plan.counters) if splits > 1 else (out, out, out)
+    args = (out, q, k_words, v_words, *pointers, query_scale_arg, *workspace,
             table_stride, width, num_kv_heads, num_tokens, topk, group, pages_per_split, splits,
             float(softmax_scale) * scalar_scale * LOG2E)
-    constexprs = dict(HAS_QUERY_SCALE=has_query_scale, SPLIT=split, STAGES=cfg.stages, FAST_DECODE=cfg.fast_decode,
-                      SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
-                      num_warps=warps_for(cfg, rows * splits, pages_per_split, q.device),
-                      **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
-    if cluster == 1:
-        _pa_decode_kernel[(rows, splits)](*args, **constexprs)
-    else:
-        _launch_clusters(rows * splits // cluster, cluster, args, constexprs, q.device)
+    constexprs = dict(HAS_QUERY_SCALE=has_query_scale, SPLIT=splits > cluster, STAGES=cfg.stages,
+                      FAST_DECODE=cfg.fast_decode, SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
+                      num_warps=warps, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
+    if cluster > 1 and _launch_clusters(rows * splits // cluster, cluster, args, constexprs, q.device):
+        return out
+    # no cluster, or this device cannot hold one of this kernel's clusters: the row's last split merges through L2
+    _pa_decode_kernel[(rows, splits)](*args, **dict(constexprs, SPLIT=splits > 1, CLUSTER=1))
     return out
 
 
-def _launch_clusters(clusters, cluster, args, constexprs, device):
+_CLUSTERS_FIT: dict = {}  # (CUfunction, cluster size, shared bytes) -> whether the device holds such a cluster
+
+
+def _max_active_clusters(function, shared: int, cluster: int) -> int:
+    """cuOccupancyMaxActiveClusters for clusters of ``cluster`` CTAs of 128 threads and ``shared`` bytes (Triton's
+    utils: triton 3.6 and 3.8)."""
+    return triton.runtime.driver.active.utils.cuOccupancyMaxActiveClusters(function, shared, cluster)
+
+
+def _clusters_fit(function, cluster: int, shared: int) -> bool:
+    """Whether the device can co-schedule one cluster of ``cluster`` CTAs of this compiled kernel with ``shared``
+    bytes each (the driver's cuOccupancyMaxActiveClusters through Triton's utils, which count 128 threads a CTA: the
+    4-warp program the policy clusters), once per kernel, cluster size and shared size. A cluster's CTAs must fit one
+    GPC at once: the H200 holds every cluster the policy launches; an sm_90 part with smaller GPCs may not, and a
+    launch it cannot hold fails. An occupancy query that fails counts as no (warned once): the merge through L2."""
+    key = (function, cluster, shared)
+    if key not in _CLUSTERS_FIT:
+        try:
+            _CLUSTERS_FIT[key] = _max_active_clusters(function, shared, cluster) > 0
+        except Exception as error:  # noqa: BLE001 (a driver or Triton version without the query: no clusters)
+            warnings.warn(f"Hopper pa_decode: cannot ask the driver whether a cluster of {cluster} CTAs fits "
+                          f"({error!r}); merging splits through L2 instead", RuntimeWarning, stacklevel=3)
+            _CLUSTERS_FIT[key] = False
+    return _CLUSTERS_FIT[key]
+
+
+def _launch_clusters(clusters, cluster, args, constexprs, device) -> bool:
     """Launch ``clusters`` clusters of ``cluster`` CTAs (one grid dimension: a row's splits consecutive) with the
-    exchange region (``_cluster.XCHG_BYTES``) past the kernel's own shared memory. Triton launches a kernel compiled
-    for one CTA per program without a cluster, so the compiled kernel is run here with the cluster size and
-    shared-memory size its launcher takes per call (``CompiledKernel.run``, the call ``JITFunction.run`` makes;
-    triton 3.6 and 3.8)."""
+    exchange region (``_cluster.XCHG_BYTES``) past the kernel's own shared memory; False (nothing launched) when the
+    device cannot hold such a cluster (``_clusters_fit``). Triton launches a kernel compiled for one CTA per program
+    without a cluster, so the compiled kernel is run here with the cluster size and shared-memory size its launcher
+    takes per call (``CompiledKernel.run``, the call ``JITFunction.run`` makes; triton 3.6 and 3.8)."""
     kernel = _pa_decode_kernel.warmup(*args, grid=(clusters * cluster,), **constexprs)  # compiles or finds only
     kernel = kernel.result() if hasattr(kernel, "result") else kernel
     values = dict(zip(_pa_decode_kernel.arg_names, args), **constexprs)
     bound = [values[name] for name in _pa_decode_kernel.arg_names]
     run = kernel.run  # loads the module on first use
-    stream = torch.cuda.current_stream(device).cuda_stream
     shared = -(-kernel.metadata.shared // 16) * 16 + _cluster.XCHG_BYTES
+    if not _clusters_fit(kernel.function, cluster, shared):
+        return False
+    stream = torch.cuda.current_stream(device).cuda_stream
     hooks = triton.knobs.runtime
     run(clusters, 1, 1, stream, kernel.function, (kernel.metadata.num_warps, cluster, shared),
         kernel.launch_metadata((clusters * cluster, 1, 1), stream, *bound), hooks.launch_enter_hook,
         hooks.launch_exit_hook, *bound)
+    return True
 
 
 def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):

@@ -317,11 +317,27 @@ def test_cluster_merge_vs_the_l2_merge_and_fp64(rows, group, width, splits, warp
     case = _case(gen, rows, group, width, lens)
     cluster, plan = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, cluster=True))
     assert plan.num_splits == splits and P.cluster_for(plan.config, rows, splits, DEV) == min(splits, 16)
+    assert P._CLUSTERS_FIT and all(P._CLUSTERS_FIT.values()), P._CLUSTERS_FIT  # it ran as clusters, not through L2
     l2, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, cluster=False))
     ref = _oracle(*case, 0.09)
     _check(cluster, ref, lens)
     _check(l2, ref, lens)
     assert np.linalg.norm(cluster - l2) / np.linalg.norm(l2) < 2e-3
+
+
+@pytest.mark.parametrize("rows,width,cluster", [(1, 16, 16), (1, 64, 16), (4, 64, 16), (8, 8, 8), (16, 4, 4)])
+def test_the_h200_holds_every_cluster_the_policy_launches(rows, width, cluster):
+    """The policy's cluster launches (one cluster of 16, 8 or 4 per row; 4 clusters of 16 per row at 1 x 64 pages)
+    pass ``_clusters_fit`` on the H200, so none is quietly merged through L2 instead; and they are right."""
+    P._CLUSTERS_FIT.clear()
+    gen = torch.Generator().manual_seed(rows * 1000 + width)
+    lens = _irregular_lens(gen, rows, width)
+    case = _case(gen, rows, 16, width, lens)
+    got, plan = _run(*case, 0.09)
+    warps = P.warps_for(plan.config, rows * plan.num_splits, plan.pages_per_split, DEV)
+    assert P.cluster_for(plan.config, rows, plan.num_splits, DEV, warps) == cluster
+    assert len(P._CLUSTERS_FIT) == 1 and all(P._CLUSTERS_FIT.values()), P._CLUSTERS_FIT
+    _check(got, _oracle(*case, 0.09), lens)
 
 
 def test_direct_and_split_agree_and_split_count_follows_the_plan():
