@@ -170,9 +170,8 @@ def split_sweep(out: Path, reps: int, shapes=SWEEP_SHAPES, one_page: bool = Fals
         plot_clusters(records, out)
 
 
-def plot_clusters(records: list, out: Path) -> None:
-    """cluster_ab.png: per shape and split count, the time with the split merge over a cluster over the time with the
-    row's last split merging from L2 (same run); below 1: the cluster faster."""
+def _ratio_plot(records: list, out: Path, name: str, series, xlabel: str, ylabel: str, title: str) -> None:
+    """out/name: one line per shape of ``series(rec)`` = (x values, time ratios), against a ratio of 1 (same run)."""
     try:
         import matplotlib
     except ImportError:
@@ -181,43 +180,39 @@ def plot_clusters(records: list, out: Path) -> None:
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 4))
     for rec in records:
-        splits = sorted(int(k[:-2]) for k in rec if k[:-2].isdigit() and k.endswith("c1") and f"{k[:-2]}c0" in rec)
-        ax.plot(splits, [rec[f"{s}c1"] / rec[f"{s}c0"] for s in splits], marker="o",
-                label=f"{rec['rows']} x {rec['pages']} pages")
+        xs, ratios = series(rec)
+        ax.plot(xs, ratios, marker="o", label=f"{rec['rows']} x {rec['pages']} pages")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("splits = CTAs per cluster")
-    ax.set_ylabel("time, cluster merge / L2 merge")
-    ax.set_title("Hopper pa_decode: split merge over a cluster vs through L2, same run (CUDA-graph replay)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(out / "cluster_ab.png", dpi=120)
+    fig.savefig(out / name, dpi=120)
     plt.close(fig)
+
+
+def plot_clusters(records: list, out: Path) -> None:
+    """cluster_ab.png: per shape and split count, the time with the split merge over a cluster over the time with the
+    row's last split merging from L2 (same run); below 1: the cluster faster."""
+    def series(rec):
+        splits = sorted(int(k[:-2]) for k in rec if k[:-2].isdigit() and k.endswith("c1") and f"{k[:-2]}c0" in rec)
+        return splits, [rec[f"{s}c1"] / rec[f"{s}c0"] for s in splits]
+
+    _ratio_plot(records, out, "cluster_ab.png", series, "splits = CTAs per cluster", "time, cluster merge / L2 merge",
+                "Hopper pa_decode: split merge over a cluster vs through L2, same run (CUDA-graph replay)")
 
 
 def plot_warps(records: list, out: Path) -> None:
     """warps_ab.png: per shape and split count, the time at 8 warps over the time at 4 (same run); below 1: 8 faster."""
-    try:
-        import matplotlib
-    except ImportError:
-        return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for rec in records:
+    def series(rec):
         splits = sorted(int(k[:-2]) for k in rec if k.endswith("w4") and f"{k[:-2]}w8" in rec)
         pages = [-(-rec["pages"] // s) for s in splits]  # pages per split (split_pages rounds up)
-        ax.plot(pages, [rec[f"{s}w8"] / rec[f"{s}w4"] for s in splits], marker="o",
-                label=f"{rec['rows']} x {rec['pages']} pages")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("pages per split (program)")
-    ax.set_ylabel("time at 8 warps / time at 4 warps")
-    ax.set_title("Hopper pa_decode: 8 vs 4 warps per program, same run (CUDA-graph replay)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / "warps_ab.png", dpi=120)
-    plt.close(fig)
+        return pages, [rec[f"{s}w8"] / rec[f"{s}w4"] for s in splits]
+
+    _ratio_plot(records, out, "warps_ab.png", series, "pages per split (program)", "time at 8 warps / time at 4 warps",
+                "Hopper pa_decode: 8 vs 4 warps per program, same run (CUDA-graph replay)")
 
 
 def profile(shapes) -> None:

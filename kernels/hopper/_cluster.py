@@ -85,9 +85,11 @@ def _weigh(lse, part):
 
 
 @gluon.jit
-def _store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER: gl.constexpr):
+def store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER: gl.constexpr):
     """out[row, head] (bf16) = acc / l; l == 0: zeros when the row has no token, NaN when it has tokens whose logits
-    are all -inf; l NaN: NaN (pa_decode's ``_merge_row``)."""
+    are all -inf; l NaN: NaN. The last step of every split merge (pa_decode's ``_merge_row`` too): ``head`` [n] and
+    ``dim`` [128] sliced from ``GATHER`` ([partials, n, 128]) as the loads index them, l [n], acc [n, 128] the sums
+    over the partials."""
     rows_layout: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(0, GATHER))
     l_sum = gl.convert_layout(l_sum, rows_layout, assert_trivial=True)
     head = gl.convert_layout(head, rows_layout, assert_trivial=True)
@@ -176,8 +178,8 @@ def merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_spl
             g_part = gl.load(part_out_ptr + slots[:, :, None] * HEAD_DIM + g_dim[None, None, :],
                              mask=present[:, :, None], other=0.0, cache_modifier=".cg")
             _, g_l, g_acc = _weigh(g_lse, g_part)
-            _store_rows(out_ptr, row, g_head, g_dim, g_l, g_acc, has_context, group, GROUPS)
+            store_rows(out_ptr, row, g_head, g_dim, g_l, g_acc, has_context, group, GROUPS)
             gl.store(counter, 0)  # the next launch (a graph replay) starts from 0
     else:
-        _store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER)
+        store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER)
     _once_per_thread(WAIT_ASM)  # no CTA exits (freeing its shared memory) before every CTA has read it

@@ -663,13 +663,7 @@ def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num
         acc = (acc * gl.convert_layout(alpha, rows_layout, assert_trivial=True)[:, None]
                + gl.sum(part * weight[:, :, None], axis=0))
         m_i = m_new
-    l_i = gl.convert_layout(l_i, rows_layout, assert_trivial=True)
-    head = gl.convert_layout(head, rows_layout, assert_trivial=True)
-    dim = gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, PARTIALS)), assert_trivial=True)
-    out = acc / gl.where(l_i > 0.0, l_i, 1.0)[:, None]
-    out = gl.where((l_i > 0.0)[:, None], out, gl.where(has_context, float("nan"), 0.0))
-    gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
-             mask=(head < group)[:, None])
+    _cluster.store_rows(out_ptr, row, head, dim, l_i, acc, has_context, group, PARTIALS)
 
 
 # ---- tuning -----------------------------------------------------------------------------------------------------
