@@ -325,6 +325,26 @@ def test_cluster_merge_vs_the_l2_merge_and_fp64(rows, group, width, splits, warp
     assert np.linalg.norm(cluster - l2) / np.linalg.norm(l2) < 2e-3
 
 
+@pytest.mark.parametrize("splits", [8, 16, 32])
+def test_a_short_row_in_a_wide_table_spreads_over_every_split(splits):
+    """Splits divide each row's own ceil(context / 128) pages, not the table's width (a served dense layer's table is
+    the server's maximum context wide): a 6-page row in a 64-page table at 8 splits puts one page on each of splits
+    0..5 (their partial lse finite, the rest empty: -inf), where dividing the width put all 6 on split 0 (on 0..2 at 32
+    splits); a full row beside it takes width / splits pages a split as before. Through L2 and over clusters (grouped
+    at 32), vs the oracle."""
+    rows, group, width = 2, 16, 64
+    lens = [5 * 128 + 3, width * 128]
+    case = _case(torch.Generator().manual_seed(splits), rows, group, width, lens)
+    ref = _oracle(*case, 0.09)
+    got, plan = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(cluster=False))
+    _check(got, ref, lens)
+    lse = plan.part_lse.view(rows, splits, L.BLOCK_H)[:, :, :group].cpu()
+    assert torch.isfinite(lse[0, :6]).all() and (lse[0, 6:] == float("-inf")).all(), lse[0, :, 0]
+    assert torch.isfinite(lse[1]).all()
+    clustered, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(cluster=True))
+    _check(clustered, ref, lens)
+
+
 @pytest.mark.parametrize("rows,width,cluster", [(1, 16, 16), (1, 64, 16), (4, 64, 16), (8, 8, 8), (16, 4, 4)])
 def test_the_h200_holds_every_cluster_the_policy_launches(rows, width, cluster):
     """The policy's cluster launches (one cluster of 16, 8 or 4 per row; 4 clusters of 16 per row at 1 x 64 pages)
