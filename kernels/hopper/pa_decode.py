@@ -222,10 +222,11 @@ def _block_of(topk_ptr, ids_base, page_index, table_end, SOURCE: gl.constexpr, P
 @gluon.jit
 def _page_id(tables_ptr, table_base, head, num_kv_heads, table_stride, block, page_index, table_end,
              SOURCE: gl.constexpr, PPB: gl.constexpr):
-    """The folded page id of page ``page_index`` of the row (0 when page_index >= table_end: the split's own pages, so
-    no entry past the context is loaded; the loads wait for the context, which the split's pages depend on). TABLES:
-    the table entry; DENSE: block-table entry x num_kv_heads + head; SPARSE: the same for page ``page_index % PPB`` of
-    top-k block ``block`` (``_block_of``; a -1 id reads entry 0 + the page; every entry read stays inside the row)."""
+    """The folded page id of page ``page_index`` of the row (0 when page_index >= table_end: TABLES / DENSE, the split's
+    own pages, so no entry past the context is loaded; SPARSE, the split's entries by the table's width, see
+    ``_program_pages``). TABLES: the table entry; DENSE: block-table entry x num_kv_heads + head; SPARSE: the same for
+    page ``page_index % PPB`` of top-k block ``block`` (``_block_of``; a -1 id reads entry 0 + the page; every entry
+    read stays inside the row)."""
     inside = page_index < table_end
     if SOURCE == TABLES:
         page = gl.load(tables_ptr + table_base + page_index, mask=inside, other=0)
@@ -547,26 +548,34 @@ def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_
                    HAS_QUERY_SCALE: gl.constexpr, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr,
                    CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
     """(row, context, page_begin, page_end, table_base, ids_base, head, table_end, logit scale) of this program (row,
-    split): the row's ceil(context / 128) pages divided over the launch's splits (ceil(pages / splits) each, at most
-    ``pages_per_split``), pages [page_begin, page_end) are attended; table entries [page_begin, table_end) are loaded
-    (the split's own entries inside the table's width). AGAIN: for the exact fallback pass, the row read through an
-    opaque register move, so that the compiler derives every address of that pass again instead of keeping the first
-    pass's values live (spilled) across the hot loop."""
+    split): TABLES / DENSE: the row's ceil(context / 128) pages divided over the launch's splits (ceil(pages / splits)
+    each, at most ``pages_per_split``); SPARSE: pages_per_split pages of the top-k table each. Pages [page_begin,
+    page_end) are attended; table entries [page_begin, table_end) are loaded (inside the table's width). AGAIN: for the
+    exact fallback pass, the row read through an opaque register move, so that the compiler derives every address of
+    that pass again instead of keeping the first pass's values live (spilled) across the hot loop."""
     row, split = _coords(num_splits, CLUSTER, AGAIN)
     row = row.to(gl.int64)
     context, table_base, head, ids_base = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr,
                                                       table_stride, num_kv_heads, num_tokens, topk, SOURCE,
                                                       TOPK_POW2, PPB)
-    # the row's own pages divided over the splits (a short row in a wide table spreads over them all): at most the
-    # plan's pages_per_split, which a row of a full table takes
     pages = gl.cdiv(context, PAGE)
-    per_split = gl.minimum(gl.cdiv(pages, num_splits), pages_per_split)
-    page_begin = split * per_split
-    page_end = gl.minimum(page_begin + per_split, pages)
+    if SOURCE == SPARSE:
+        # the table is the row's top-k blocks (full past topk blocks of context) and its context is known only after
+        # reducing the ids: the split's entries are loaded by the width, beside that reduction (entries past the
+        # context are loaded, their pages never read)
+        page_begin = split * pages_per_split
+        page_end = gl.minimum(page_begin + pages_per_split, pages)
+        table_end = gl.minimum(page_begin + pages_per_split, table_width)
+    else:
+        # the row's own pages divided over the splits (a short row in a wide table spreads over them all): at most
+        # the plan's pages_per_split, which a row of a full table takes; its entries wait for the context (one load)
+        per_split = gl.minimum(gl.cdiv(pages, num_splits), pages_per_split)
+        page_begin = split * per_split
+        page_end = gl.minimum(page_begin + per_split, pages)
+        table_end = gl.minimum(page_end, table_width)
     scale = logit_scale
     if HAS_QUERY_SCALE:
         scale = scale * gl.load(query_scale_ptr + row)
-    table_end = gl.minimum(page_end, table_width)
     return row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale
 
 

@@ -470,7 +470,8 @@ def _attend(dev, out, plan):
 def test_attend_fused_equals_the_composition(name):
     """ops.attend on Hopper (the one launch reading the block table and the top-k ids, or the composition where
     ``fuses_sparse`` declines) gives pa_decode's bits over the tables the composition builds (torch backend's
-    build_sparse_tables / ops.dense_tables), garbage pages and tokens included, and is within the tolerance of the
+    build_sparse_tables / ops.dense_tables), garbage pages and tokens included, wherever both split a row's pages
+    alike (sparse rows of fewer blocks than top-k split otherwise: within 2e-3), and is within the tolerance of the
     fp64 oracle; backend=None runs the Hopper attend."""
     lens, nkv, group, topk, ppb, splits = ATTEND_CASES[name]
     gen = torch.Generator().manual_seed(len(name))
@@ -489,7 +490,21 @@ def test_attend_fused_equals_the_composition(name):
     hopper_backend.pa_decode(want, dev["q"], dev["k"], dev["v"], tables, context_lens, softmax_scale=0.09,
                              query_scale=None, plan=plan)
     got = _attend(dev, torch.full_like(dev["q"], float("nan")), plan)
-    assert torch.equal(got.view(torch.int16), want.view(torch.int16)), "fused attend differs from the composition"
+    # pa_decode divides a row's own pages over the splits, the sparse one launch the top-k table's width (its context
+    # is known only after reducing the ids): same bits where both give the same pages a split, else the same partials
+    # merged over other splits (a few bf16 rounding steps)
+    pages = (context_lens.cpu().long() + L.PAGE_SIZE - 1) // L.PAGE_SIZE
+    same = torch.ones_like(pages, dtype=torch.bool)
+    if topk is not None and fused and plan.num_splits > 1:
+        per_split = -(-pages // plan.num_splits)  # pa_decode's pages a split (at most pages_per_split)
+        same = (pages == 0) | (per_split >= plan.pages_per_split)
+        if splits is None:
+            assert not same.all(), "the case should have a sparse row of fewer blocks than top-k"
+    same, other = same.to(DEV), ~same.to(DEV)
+    assert torch.equal(got[same].view(torch.int16), want[same].view(torch.int16)), "fused differs from composition"
+    if other.any():
+        diff = (got[other].float() - want[other].float()).norm() / want[other].float().norm()
+        assert diff < 2e-3, f"fused vs composition over other splits: relative difference {diff:.2e}"
     ref = _oracle(case["q"], case["k"], case["v"], tables.cpu(), context_lens.cpu(), 0.09)
     _check(got.float().cpu().numpy(), ref, context_lens.cpu().numpy())
     assert ops.resolve_backend(None, DEV).attend is hopper_backend.attend
