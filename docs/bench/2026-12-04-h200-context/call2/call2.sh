@@ -1,7 +1,7 @@
 #!/bin/bash
 # call 2 (2026-12-04, night): short rows in wide tables (the case the split by context is for), a split sweep with and
-# without it in one call, then a real SGLang 0.5.23 server (SERVE_TOPK=16: batch-1 dense layers at 64 splits over
-# 4 clusters of 16, the grouped path) through the serve scenarios.
+# without it in one call, then a real SGLang 0.5.23 server (SERVE_TOPK=16, the tiny M3 with the real M3's top-k)
+# through the serve scenarios.
 ROOT=$PWD
 pkg() {  # pkg DIR [KERNEL]: the package at DIR (kernels copied when KERNEL replaces pa_decode.py)
   mkdir -p $1/atom_mxfp4 && cp -r atom_mxfp4/. $1/atom_mxfp4/
