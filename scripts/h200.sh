@@ -21,7 +21,9 @@ LOG="$RES/h200.log"
 exec > >(tee -a "$LOG") 2>&1
 export PYTHONUNBUFFERED=1
 export PYTHONSAFEPATH=1  # python3 -P for every child too (h200.d steps): the repo root must not shadow the shim
-echo "== h200.sh $MODE $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+SOURCES=$(bash scripts/sources_hash.sh)  # what runs (the device copy's git metadata may be stale)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+echo "== h200.sh $MODE $(date -u +%FT%TZ) commit $COMMIT sources $SOURCES"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv || true
 python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numpy', numpy.__version__, torch.cuda.get_device_name())"
 

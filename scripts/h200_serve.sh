@@ -26,7 +26,9 @@ RES="$OUT/serve"
 mkdir -p "$RES"
 exec > >(tee -a "$OUT/h200_serve_$MODE.log") 2>&1
 export PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1  # the repo root (atom_mxfp4/ without kernels/) must not shadow the install
-echo "== h200_serve.sh $MODE $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+SOURCES=$(bash scripts/sources_hash.sh)  # what runs (the device copy's git metadata may be stale)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+echo "== h200_serve.sh $MODE $(date -u +%FT%TZ) commit $COMMIT sources $SOURCES"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
 # ---- 1. packages: carried wheels and atom_mxfp4 itself (with its sglang.srt.plugins entry point) into one folder
