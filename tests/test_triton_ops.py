@@ -316,6 +316,30 @@ def test_pa_decode_matches_fp64(case, splits):
     assert rel < ATTN_REL_TOL, f"relative error {rel:.2e} >= {ATTN_REL_TOL}"
 
 
+def test_pa_decode_a_short_row_in_a_wide_table_spreads_over_every_split():
+    """Splits divide each row's own pages, not the table's width: a 3-page row in a 16-page table at 4 splits puts
+    one page on each of splits 0..2 (partial lse finite; split 3 empty: -inf), where dividing the width put all 3 on
+    split 0; a full row beside it takes 4 pages a split. Both rows vs the fp64 oracle (the merge reads only the
+    splits that hold pages)."""
+    from atom_mxfp4.kernels.triton.pa_decode import DecodeConfig
+    rows, group, width, splits = 2, 16, 16, 4
+    lens = [3 * 128 - 5, width * 128]
+    gen = _gen(77)
+    q, k, v, tables, context_lens = _decode_setup(gen, rows, group, width, rows * width + 2, lens)
+    scale = 128 ** -0.5
+    plan = triton_backend.make_plan(rows, width, group, DEVICE, num_splits=splits, config=DecodeConfig(block_n=64))
+    out = torch.full((rows, group, 128), float("nan"), dtype=torch.bfloat16, device=DEVICE)
+    triton_backend.pa_decode(out, q.to(DEVICE), k.to(DEVICE), v.to(DEVICE), tables.to(DEVICE),
+                             context_lens.to(DEVICE), softmax_scale=scale, query_scale=None, plan=plan)
+    lse = plan.part_lse.view(rows, splits, -1)[:, :, :group].cpu()
+    assert torch.isfinite(lse[0, :3]).all() and (lse[0, 3] == float("-inf")).all(), lse[0, :, 0]
+    assert torch.isfinite(lse[1]).all()
+    ref64 = attention_rows(q.double().numpy(), k, v, tables, context_lens, scale)
+    got = out.float().cpu().numpy()
+    rel = np.linalg.norm(got - ref64) / np.linalg.norm(ref64)
+    assert rel < ATTN_REL_TOL, f"relative error {rel:.2e} >= {ATTN_REL_TOL}"
+
+
 def test_pa_decode_e4m3_query_scale_tensor():
     gen = _gen(5)
     rows, group, width, lens = 2, 8, 2, [200, 77]

@@ -8,8 +8,9 @@ Sentinels / guarantees:
 - ``context_lens[r] == 0`` writes zeros;
 - non-finite logits follow docs/api.md: a NaN or +inf logit of a token the row attends makes that head's row NaN, a
   -inf logit gives its token weight 0, a row whose logits are all -inf is NaN (0 / 0).
-Two paths, one kernel: *split-KV* (grid rows x splits, each split a run of pages, partial (out, lse) in the plan's
-workspace, then an LSE merge) when rows are few; *direct* (one program per row, bf16 written at once) when many.
+Two paths, one kernel: *split-KV* (grid rows x splits, each split a run of the row's own pages, partial (out, lse)
+in the plan's workspace, then an LSE merge of the splits that hold pages) when rows are few; *direct* (one program
+per row, bf16 written at once) when many.
 The split count depends only on the launch's (rows, table width), never on the plan's size, so a plan made once per
 batch (atom_mxfp4.plan: any plan that covers the call) gives the output of plan=None, bit for bit, at every replay.
 Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
@@ -36,6 +37,14 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
+def _pages_a_split(num_pages, num_splits, pages_per_split):
+    """The pages each split of a row of ``num_pages`` pages attends (the last may take fewer, later ones none): the
+    row's own pages divided over the launch's splits, so a short row in a wide table (a served dense layer's table is
+    the server's maximum context wide) spreads over them all; at most the plan's pages_per_split (a full row)."""
+    return tl.minimum(tl.cdiv(num_pages, num_splits), pages_per_split)
+
+
+@triton.jit
 def _pa_decode_kernel(
     out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
     part_out_ptr, part_lse_ptr,
@@ -51,8 +60,9 @@ def _pa_decode_kernel(
     head_ok = head < group
     context = tl.load(context_lens_ptr + row)
     num_pages = tl.cdiv(context, PAGE_SIZE)
-    page_begin = split * pages_per_split
-    page_end = tl.minimum(page_begin + pages_per_split, num_pages)
+    per_split = _pages_a_split(num_pages, num_splits, pages_per_split)  # the row's own pages over the splits
+    page_begin = split * per_split
+    page_end = tl.minimum(page_begin + per_split, num_pages)
 
     # q [BLOCK_H, D] bf16 (e4m3 widened exactly); logits in log2 units: q.k * softmax_scale * query_scale * log2(e)
     q = tl.load(q_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], mask=head_ok[:, None], other=0.0)
@@ -100,17 +110,20 @@ def _pa_decode_kernel(
 
 
 @triton.jit
-def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, group, num_splits):
+def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, group, pages_per_split, num_splits):
     """out[r] = sum_s w_s * part_out[r, s] with w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN;
-    all -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf."""
+    all -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. Only the splits
+    that hold pages of the row are read (the others wrote lse -inf: weight 0)."""
     row = tl.program_id(0).to(tl.int64)
     context = tl.load(context_lens_ptr + row)
+    num_pages = tl.cdiv(context, PAGE_SIZE)
+    used = tl.cdiv(num_pages, tl.maximum(_pages_a_split(num_pages, num_splits, pages_per_split), 1))
     head = tl.arange(0, BLOCK_H)
     dim = tl.arange(0, HEAD_DIM)
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
-    for split in range(num_splits):
+    for split in range(used):
         base = (row * num_splits + split) * BLOCK_H
         lse = tl.load(part_lse_ptr + base + head)
         m_new = tl.maximum(m_i, lse)
@@ -290,5 +303,6 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, splits, num_warps=4)
+        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, pages_per_split, splits,
+                               num_warps=4)
     return out
