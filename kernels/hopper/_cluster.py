@@ -85,6 +85,14 @@ def _weigh(lse, part):
 
 
 @gluon.jit
+def lse_of(m, l_sum):
+    """A split's or a cluster's partial lse (log2 units) from its maximum m and weight sum l: -inf (weight 0) when
+    l == 0, NaN when l is NaN (every merge reads it so: ``_weigh``)."""
+    has = l_sum > 0.0
+    return gl.where(has, m + gl.log2(gl.where(has, l_sum, 1.0)), gl.where(l_sum == 0.0, float("-inf"), float("nan")))
+
+
+@gluon.jit
 def store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER: gl.constexpr):
     """out[row, head] (bf16) = acc / l; l == 0: zeros when the row has no token, NaN when it has tokens whose logits
     are all -inf; l NaN: NaN. The last step of every split merge (pa_decode's ``_merge_row`` too): ``head`` [n] and
@@ -161,9 +169,7 @@ def merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_spl
         gl.store(part_out_ptr + ((slot * BLOCK_H + gl.convert_layout(head, rows_layout, assert_trivial=True))[:, None]
                                  * HEAD_DIM + gl.convert_layout(dim, gl.SliceLayout(0, gl.SliceLayout(0, GATHER)),
                                                                 assert_trivial=True)[None, :]), out)
-        gl.store(part_lse_ptr + slot * BLOCK_H + head,
-                 gl.where(has, m + gl.log2(gl.where(has, l_sum, 1.0)),
-                          gl.where(l_sum == 0.0, float("-inf"), float("nan"))))
+        gl.store(part_lse_ptr + slot * BLOCK_H + head, lse_of(m, l_sum))
         cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
         counter = counters_ptr + row * BLOCK_H + rank
         if gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == groups - 1:  # every group's slice is visible

@@ -621,9 +621,7 @@ def _pa_decode_kernel(
     # l > 0: a softmax; l == 0: no token, or every logit -inf; l NaN: a NaN or +inf logit (docs/api.md)
     has_tokens = l_sum > 0.0
     out = o / gl.where(has_tokens, l_sum, 1.0)[:, None]
-    # partial (out, lse) of a split: lse -inf (weight 0) when l == 0, NaN when l is NaN
-    lse = gl.where(has_tokens, m_all + gl.log2(gl.where(has_tokens, l_sum, 1.0)),
-                   gl.where(l_sum == 0.0, float("-inf"), float("nan")))
+    lse = _cluster.lse_of(m_all, l_sum)  # the partial (out, lse) of a split
     if CLUSTER > 1:  # the row's splits are clusters: each CTA merges 16 / CLUSTER heads from the others' shared memory
         _cluster.publish(out, lse, head, dim)  # (SPLIT: several clusters per row, their merges met through L2)
         _cluster.merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_splits, has_context, group,
@@ -821,6 +819,14 @@ def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.devi
 
 
 # ---- plan -------------------------------------------------------------------------------------------------------
+def _split(rows: int, width: int, device: torch.device, config: HopperConfig, forced: int | None) -> tuple[int, int]:
+    """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the forced count, else the policy under this
+    config (clustered split counts unless it turns clusters off)."""
+    wanted = (forced if forced is not None
+              else num_splits_for(rows, width, device, config.programs_per_sm, config.cluster is not False))
+    return split_pages(width, wanted)
+
+
 def partial_slots(num_rows: int, max_table_width: int, device: torch.device, config: HopperConfig,
                   num_splits: int | None) -> int:
     """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
@@ -867,10 +873,7 @@ class HopperDecodePlan(DecodePlan):
 
     def splits_for(self, rows: int, width: int) -> tuple[int, int]:
         """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
-        wanted = (self.forced_splits if self.forced_splits is not None
-                  else num_splits_for(rows, width, self.device, self.config.programs_per_sm,
-                                      self.config.cluster is not False))
-        return split_pages(width, wanted)
+        return _split(rows, width, self.device, self.config, self.forced_splits)
 
 
 def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None) -> HopperDecodePlan:
@@ -879,9 +882,7 @@ def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, conf
     device = plan_device(device)
     config = DEFAULT_CONFIG if config is None else config
     check_forced_splits(num_splits)
-    own = split_pages(max_table_width, num_splits if num_splits is not None
-                 else num_splits_for(num_rows, max_table_width, device, config.programs_per_sm,
-                                     config.cluster is not False))
+    own = _split(num_rows, max_table_width, device, config, num_splits)
     slots = partial_slots(num_rows, max_table_width, device, config, num_splits)
     part_out = part_lse = counters = None
     if slots > 0:
