@@ -90,25 +90,23 @@ def _body_start(found: list[tuple[int, str]], body: list[str]) -> int:
     return next(i for i in range(len(texts) - len(body) + 1) if texts[i:i + len(body)] == body)
 
 
-def outside_loop(sass: str, body: list[str]) -> dict:
+def outside_loop(found: list[tuple[int, str]], first: int, length: int) -> dict:
     """Instructions and CTA barriers before the hot loop (the prologue) and after it (the epilogue; with the default
     decode also the exact fallback pass and, split, the merge): each runs once per program, so at small batches
-    (one or two pages per program) they are most of a program's time."""
-    found = instructions(sass)
-    first = _body_start(found, body)
+    (one or two pages per program) they are most of a program's time. ``found``: the kernel's instructions
+    (sass_counts.instructions), the loop ``length`` of them from index ``first`` (``_body_start``)."""
     texts = [text for _, text in found]
-    before, after = texts[:first], texts[first + len(body):]
+    before, after = texts[:first], texts[first + length:]
     return {"before": len(before), "before_bar": opcodes(before).get("BAR", 0),
             "after": len(after), "after_bar": opcodes(after).get("BAR", 0)}
 
 
-def skippable(sass: str, body: list[str]) -> int:
-    """Instructions of the hot loop that a forward branch inside it jumps over: the O rescale's 64 ``FMUL`` per thread,
-    which a warp skips when none of its heads' running maxima moved (docs/hopper.md "Rescaling O only when the
-    maximum moves"). Loop instructions minus this = a trip that rescales nothing."""
-    found = instructions(sass)
-    first = _body_start(found, body)
-    span = found[first:first + len(body)]
+def skippable(found: list[tuple[int, str]], first: int, length: int) -> int:
+    """Instructions of the hot loop (``found[first:first + length]``, as ``outside_loop``) that a forward branch
+    inside it jumps over: the O rescale's 64 ``FMUL`` per thread, which a warp skips when none of its heads' running
+    maxima moved (docs/hopper.md "Rescaling O only when the maximum moves"). Loop instructions minus this = a trip
+    that rescales nothing."""
+    span = found[first:first + length]
     end = span[-1][0]
     skipped = 0
     for address, text in span:
@@ -125,15 +123,17 @@ def report(variant: dict) -> dict:
     sass = found.pop("sass")
     body = hot_loop(sass)
     ops = opcodes(body)
-    all_ops = opcodes(text for _, text in instructions(sass))
-    skipped = skippable(sass, body)
+    found_ins = instructions(sass)  # the whole kernel's, once
+    all_ops = opcodes(text for _, text in found_ins)
+    first = _body_start(found_ins, body)
+    skipped = skippable(found_ins, first, len(body))
     return {**found, "dynamic_shared": kernel.metadata.shared, "loop_instructions": len(body),
             "warps": warps, "elements_per_thread": elements_per_thread(warps),
             "per_element": len(body) / elements_per_thread(warps), "rescale_block": skipped,
             "per_element_no_rescale": (len(body) - skipped) / elements_per_thread(warps),
             "loop_ops": dict(ops), "kernel_spill_ops": all_ops.get("LDL", 0) + all_ops.get("STL", 0),
             "kernel_ops": {op: all_ops.get(op, 0) for op in CLUSTER_OPS},
-            "outside_loop": outside_loop(sass, body),
+            "outside_loop": outside_loop(found_ins, first, len(body)),
             "_asm": {"sass": sass, "ptx": kernel.asm["ptx"], "ttgir": kernel.asm["ttgir"]}}
 
 
