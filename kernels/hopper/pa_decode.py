@@ -543,6 +543,29 @@ def _coords(num_splits, CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
 
 
 @gluon.jit
+def _pages_a_split(pages, num_splits, pages_per_split):
+    """TABLES / DENSE: the pages each split of a row of ``pages`` pages attends (the last may take fewer)."""
+    return gl.minimum(gl.cdiv(pages, num_splits), pages_per_split)
+
+
+@gluon.jit
+def _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, pages_per_split,
+                 SOURCE: gl.constexpr):
+    """How many of the row's first splits hold pages (the rest stored lse -inf, weight 0): TABLES / DENSE from the
+    row's context (one load), SPARSE all of them (its context would need the ids' reduction)."""
+    if SOURCE == SPARSE:
+        used = num_splits
+    else:
+        if SOURCE == TABLES:
+            context = gl.load(context_lens_ptr + row)
+        else:
+            context = gl.load(position_ptr + row.to(gl.int32) // num_kv_heads) + 1
+        pages = gl.cdiv(context, PAGE)
+        used = gl.cdiv(pages, gl.maximum(_pages_a_split(pages, num_splits, pages_per_split), 1))
+    return used
+
+
+@gluon.jit
 def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
                    num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale,
                    HAS_QUERY_SCALE: gl.constexpr, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr,
@@ -569,7 +592,7 @@ def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_
     else:
         # the row's own pages divided over the splits (a short row in a wide table spreads over them all): at most
         # the plan's pages_per_split, which a row of a full table takes; its entries wait for the context (one load)
-        per_split = gl.minimum(gl.cdiv(pages, num_splits), pages_per_split)
+        per_split = _pages_a_split(pages, num_splits, pages_per_split)
         page_begin = split * per_split
         page_end = gl.minimum(page_begin + per_split, pages)
         table_end = gl.minimum(page_end, table_width)
@@ -634,7 +657,8 @@ def _pa_decode_kernel(
         _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
         done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
         if done == num_splits - 1:  # acquire: every split's partial is visible
-            _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits)
+            used = _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, pages_per_split, SOURCE)
+            _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits, used)
             gl.store(counters_ptr + row, 0)  # the next launch (a graph replay) starts from 0
     else:  # no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN
         out = gl.where(has_tokens[:, None], out, gl.where(has_context, float("nan"), 0.0))
@@ -643,12 +667,13 @@ def _pa_decode_kernel(
 
 
 @gluon.jit
-def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits):
+def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits, used):
     """out[row] = sum_s w_s * part_out[row, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all
     -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. The partials are read
     from L2 (.cg: other programs wrote them) MERGE_TRIP splits per trip as one [splits, 16, 128] block whose split
     dimension lies in each thread's registers, so a trip's loads are in flight together and the sums over splits are
-    register-only; splits past the last read nothing (lse -inf: weight 0)."""
+    register-only; splits past the last read nothing (lse -inf: weight 0), nor do splits from ``used`` on (they hold no
+    page of the row: ``_used_splits``)."""
     WARPS: gl.constexpr = gl.num_warps()
     PARTIALS: gl.constexpr = _partials(WARPS)
     split = gl.arange(0, MERGE_TRIP, layout=gl.SliceLayout(1, gl.SliceLayout(2, PARTIALS)))
@@ -658,8 +683,8 @@ def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num
     m_i = gl.full([BLOCK_H], float("-inf"), gl.float32, gl.SliceLayout(0, gl.SliceLayout(2, PARTIALS)))
     l_i = gl.zeros([BLOCK_H], gl.float32, gl.SliceLayout(0, gl.SliceLayout(2, PARTIALS)))
     acc = gl.zeros([BLOCK_H, HEAD_DIM], gl.float32, gl.SliceLayout(0, PARTIALS))
-    for first in range(0, num_splits, MERGE_TRIP):
-        present = first + split < num_splits
+    for first in range(0, used, MERGE_TRIP):
+        present = first + split < used
         slot = (row * num_splits + first + split) * BLOCK_H  # [trip]
         lse = gl.load(part_lse_ptr + slot[:, None] + head[None, :], mask=present[:, None] & (head < BLOCK_H)[None, :],
                       other=float("-inf"), cache_modifier=".cg")  # [trip, 16]
