@@ -38,11 +38,13 @@ def _run(case, plan):
 def _plans(case):
     from atom_mxfp4 import ops
     from atom_mxfp4.kernels.flydsl.check import direct_plan
+    from atom_mxfp4.kernels.flydsl.pa_decode import make_plan
 
     rows, width = case.tables.shape
     group = case.q.shape[1]
     return {"split": ops.plan_pa_decode(rows, width, group, DEVICE, backend="flydsl"),
-            "direct": direct_plan(rows, width, group, DEVICE)}
+            "direct": direct_plan(rows, width, group, DEVICE),
+            "forced split": make_plan(rows, width, group, DEVICE, num_splits=C.FORCED_SPLITS)}
 
 
 IRREGULAR = [
@@ -51,11 +53,12 @@ IRREGULAR = [
     dict(group=1, context_lens=[63, 64, 65, 255, 256, 257]),
     dict(group=3, context_lens=[5000], query_scale="float"),
     dict(group=16, context_lens=[2048] * 17, q_dtype=torch.float8_e4m3fn),
+    dict(group=8, context_lens=[1000, 1, 300, 0, 2049], extra_width=60),  # short rows in a wide table
 ]
 
 
 @pytest.mark.parametrize("spec", IRREGULAR, ids=lambda s: f"g{s['group']}-R{len(s['context_lens'])}")
-@pytest.mark.parametrize("path", ["split", "direct"])
+@pytest.mark.parametrize("path", ["split", "direct", "forced split"])
 def test_flydsl_matches_torch_backend(spec, path):
     for seed in range(2):  # fresh random data each time
         case = C.make_case("irregular", device=DEVICE, seed=100 + seed, **spec)

@@ -138,10 +138,13 @@ def test_choose_splits_covers_the_table(rows, width):
 
 
 @pytest.mark.parametrize("case", C.standard_cases(), ids=lambda case: case.name)
-@pytest.mark.parametrize("path", ["direct", "split"])
+@pytest.mark.parametrize("path", ["direct", "split", "forced split"])
 def test_emulated_kernel_matches_torch_backend(case, path):
+    """The launches the self-check runs on a gfx950 before first use (check.py): direct, the policy's split, and
+    C.FORCED_SPLITS splits (short rows in a wide table take fewer tokens a split than the width's partition)."""
     rows, width = case.tables.shape
-    splits, partition = (1, width * L.PAGE_SIZE) if path == "direct" else L.choose_splits(rows, width)
+    splits, partition = {"direct": (1, width * L.PAGE_SIZE), "split": L.choose_splits(rows, width),
+                         "forced split": L.partition(width, C.FORCED_SPLITS)}[path]
     if path == "split":
         assert splits > 1
     got = E.emulate_pa_decode(case.q, case.k_cache, case.v_cache, case.tables, case.context_lens,
@@ -152,6 +155,43 @@ def test_emulated_kernel_matches_torch_backend(case, path):
     assert torch.all((got - ref).abs() <= C.tolerance(case, ref)), ((got - ref).abs() / C.tolerance(case, ref)).max()
     empty = case.context_lens == 0
     assert torch.all(got[empty] == 0)
+
+
+def test_a_short_row_in_a_wide_table_spreads_over_every_split(monkeypatch):
+    """layout.row_tokens: each row's own tokens over the launch's splits, in workgroup steps, at most the width's
+    partition. 16 splits of a 64-page table (512-token partitions): a 1000-token row takes 256 tokens a split, so 4
+    splits hold it (by the width: 2); a full row keeps 512; no token: one step, no split used. The emulated kernel
+    (decode and merge read the same row_tokens) equals the torch backend on short rows in a wide table."""
+    step = L.WAVES * L.TILE
+    splits, partition = L.partition(64, 16)
+    assert (splits, partition) == (16, 512)
+    assert L.row_tokens(1000, splits, partition) == 256 and -(-1000 // 256) == 4
+    assert L.row_tokens(64 * L.PAGE_SIZE, splits, partition) == partition
+    assert L.row_tokens(0, splits, partition) == step
+    for ctx in range(0, 64 * L.PAGE_SIZE + 1, 97):  # the splits cover the row once, each a multiple of the step
+        share = L.row_tokens(ctx, splits, partition)
+        assert share % step == 0 and step <= share <= partition and splits * share >= ctx
+    case = C.make_case("short rows, wide table", group=8, context_lens=[1000, 1, 300, 0, 2049], seed=17,
+                       extra_width=60)
+    rows, width = case.tables.shape
+    splits, partition = L.partition(width, 8)  # 8 splits (the policy's at 64 rows): 1280 tokens each by the width
+    assert (splits, partition) == (8, 1280)  # by the width the 1000-token row would sit on split 0 alone
+    assert [L.row_tokens(int(n), splits, partition) for n in case.context_lens] == [256, 256, 256, 256, 512]
+    spans, wave = [], E._wave
+
+    def recording_wave(ctx, w, start, end, *args):  # the token span each emulated split's waves got
+        spans.append((ctx, start, end))
+        return wave(ctx, w, start, end, *args)
+
+    monkeypatch.setattr(E, "_wave", recording_wave)
+    got = E.emulate_pa_decode(case.q, case.k_cache, case.v_cache, case.tables, case.context_lens,
+                              softmax_scale=case.softmax_scale, query_scale=None, num_splits=splits,
+                              partition_tokens=partition).to(torch.bfloat16).float()
+    assert sorted({(start, end) for ctx, start, end in spans if ctx == 1000 and end > start}) == [
+        (0, 256), (256, 512), (512, 768), (768, 1000)]
+    ref = C.reference(case)
+    assert torch.all((got - ref).abs() <= C.tolerance(case, ref)), ((got - ref).abs() / C.tolerance(case, ref)).max()
+    assert torch.all(got[case.context_lens == 0] == 0)
 
 
 def test_garbage_past_the_context_is_masked_not_just_unlikely():

@@ -6,7 +6,7 @@
 	.type	pa_decode_merge_kernel_0,@function
 pa_decode_merge_kernel_0:
 	s_load_dwordx8 s[4:11], s[0:1], 0x0
-	s_load_dwordx2 s[12:13], s[0:1], 0x20
+	s_load_dwordx4 s[12:15], s[0:1], 0x20
 	s_ashr_i32 s3, s2, 31
 	s_lshl_b64 s[0:1], s[2:3], 2
 	v_lshrrev_b32_e32 v2, 4, v0
@@ -14,51 +14,104 @@ pa_decode_merge_kernel_0:
 	s_add_u32 s0, s10, s0
 	s_addc_u32 s1, s11, s1
 	s_load_dword s0, s[0:1], 0x0
-	s_abs_i32 s1, s12
+	s_abs_i32 s1, s14
 	v_cvt_f32_u32_e32 v1, s1
-	v_lshlrev_b32_e32 v0, 3, v0
-	v_and_b32_e32 v3, 0x78, v0
-	s_sub_i32 s15, 0, s1
-	v_rcp_f32_e32 v0, v1
+	s_lshl_b32 s10, s12, 7
+	s_sub_i32 s16, 0, s1
 	s_waitcnt lgkmcnt(0)
-	s_add_i32 s0, s12, s0
-	s_add_i32 s0, s0, -1
+	s_min_i32 s0, s0, s10
+	v_rcp_f32_e32 v1, v1
+	s_max_i32 s0, s0, 0
+	s_add_i32 s12, s0, -1
+	s_add_i32 s0, s12, s14
+	v_mul_f32_e32 v1, 0x4f7ffffe, v1
+	v_cvt_u32_f32_e32 v1, v1
 	s_abs_i32 s11, s0
-	v_mul_f32_e32 v0, 0x4f7ffffe, v0
-	v_cvt_u32_f32_e32 v0, v0
-	s_xor_b32 s10, s0, s12
-	s_ashr_i32 s14, s10, 31
-	v_mov_b32_e32 v18, 0
-	v_readfirstlane_b32 s16, v0
-	s_mul_i32 s15, s15, s16
-	s_mul_hi_u32 s15, s16, s15
-	s_add_i32 s16, s16, s15
-	s_mul_hi_u32 s15, s11, s16
-	s_mul_i32 s16, s15, s1
-	s_sub_i32 s11, s11, s16
-	s_add_i32 s16, s15, 1
-	s_sub_i32 s17, s11, s1
+	s_xor_b32 s10, s0, s14
+	s_ashr_i32 s15, s10, 31
+	v_readfirstlane_b32 s17, v1
+	s_mul_i32 s16, s16, s17
+	s_mul_hi_u32 s16, s17, s16
+	s_add_i32 s17, s17, s16
+	s_mul_hi_u32 s16, s11, s17
+	s_mul_i32 s17, s16, s1
+	s_sub_i32 s11, s11, s17
+	s_add_i32 s17, s16, 1
+	s_sub_i32 s18, s11, s1
 	s_cmp_ge_u32 s11, s1
-	s_cselect_b32 s15, s16, s15
-	s_cselect_b32 s11, s17, s11
-	s_add_i32 s16, s15, 1
+	s_cselect_b32 s16, s17, s16
+	s_cselect_b32 s11, s18, s11
+	s_add_i32 s17, s16, 1
 	s_cmp_ge_u32 s11, s1
-	s_cselect_b32 s1, s16, s15
-	s_xor_b32 s15, s1, s14
-	s_sub_i32 s1, s15, s14
-	s_mul_i32 s1, s1, s12
+	s_cselect_b32 s1, s17, s16
+	s_xor_b32 s16, s1, s15
+	s_sub_i32 s1, s16, s15
+	s_mul_i32 s1, s1, s14
 	s_cmp_lg_u32 s0, s1
 	s_cselect_b64 s[0:1], -1, 0
 	s_cmp_lt_i32 s10, 0
 	s_cselect_b64 s[10:11], -1, 0
 	s_and_b64 s[0:1], s[0:1], s[10:11]
-	s_subb_u32 s0, s15, s14
-	s_min_i32 s10, s0, s13
+	s_subb_u32 s0, s16, s15
+	s_add_i32 s10, s0, 0xff
+	s_ashr_i32 s0, s10, 31
+	s_lshr_b32 s0, s0, 24
+	s_add_i32 s0, s10, s0
+	s_ashr_i32 s15, s0, 8
+	s_and_b32 s0, s0, 0xffffff00
+	s_cmp_lg_u32 s10, s0
+	s_cselect_b64 s[0:1], -1, 0
+	s_cmp_lt_i32 s10, 0
+	s_cselect_b64 s[10:11], -1, 0
+	s_and_b64 s[0:1], s[10:11], s[0:1]
+	s_subb_u32 s0, s15, 0
+	s_lshl_b32 s0, s0, 8
+	s_max_i32 s0, s0, 0x100
+	s_min_i32 s0, s13, s0
+	s_abs_i32 s1, s0
+	v_cvt_f32_u32_e32 v1, s1
+	v_lshlrev_b32_e32 v0, 3, v0
+	v_and_b32_e32 v3, 0x78, v0
+	s_sub_i32 s11, 0, s1
+	v_rcp_f32_e32 v1, v1
+	s_add_i32 s12, s12, s0
+	s_xor_b32 s10, s12, s0
+	s_ashr_i32 s15, s10, 31
+	v_mul_f32_e32 v0, 0x4f7ffffe, v1
+	v_cvt_u32_f32_e32 v0, v0
+	s_abs_i32 s10, s12
+	v_mov_b32_e32 v18, 0
+	v_readfirstlane_b32 s16, v0
+	s_mul_i32 s11, s11, s16
+	s_mul_hi_u32 s11, s16, s11
+	s_add_i32 s16, s16, s11
+	s_mul_hi_u32 s11, s10, s16
+	s_mul_i32 s16, s11, s1
+	s_sub_i32 s10, s10, s16
+	s_add_i32 s16, s11, 1
+	s_sub_i32 s17, s10, s1
+	s_cmp_ge_u32 s10, s1
+	s_cselect_b32 s11, s16, s11
+	s_cselect_b32 s10, s17, s10
+	s_add_i32 s16, s11, 1
+	s_cmp_ge_u32 s10, s1
+	s_cselect_b32 s1, s16, s11
+	s_xor_b32 s16, s1, s15
+	s_sub_i32 s1, s16, s15
+	s_mul_i32 s0, s0, s1
+	s_cmp_lg_u32 s12, s0
+	s_cselect_b64 s[0:1], -1, 0
+	s_xor_b32 s10, s12, s13
+	s_cmp_lt_i32 s10, 0
+	s_cselect_b64 s[10:11], -1, 0
+	s_and_b64 s[0:1], s[0:1], s[10:11]
+	s_subb_u32 s0, s16, s15
+	s_min_i32 s10, s0, s14
 	s_cmp_lt_i32 s10, 1
 	s_cbranch_scc1 .LBB0_5
 	s_and_b32 s20, s10, 3
-	s_mul_hi_i32 s1, s13, s2
-	s_mul_i32 s0, s13, s2
+	s_mul_hi_i32 s1, s14, s2
+	s_mul_i32 s0, s14, s2
 	v_lshlrev_b32_e32 v12, 2, v3
 	s_cmp_lt_u32 s10, 4
 	v_lshlrev_b32_e32 v10, 3, v2
@@ -341,7 +394,7 @@ pa_decode_merge_kernel_0:
 	.amdhsa_kernel pa_decode_merge_kernel_0
 		.amdhsa_group_segment_fixed_size 0
 		.amdhsa_private_segment_fixed_size 0
-		.amdhsa_kernarg_size 40
+		.amdhsa_kernarg_size 44
 		.amdhsa_user_sgpr_count 2
 		.amdhsa_user_sgpr_dispatch_ptr 0
 		.amdhsa_user_sgpr_queue_ptr 0
@@ -421,9 +474,12 @@ amdhsa.kernels:
       - .offset:         36
         .size:           4
         .value_kind:     by_value
+      - .offset:         40
+        .size:           4
+        .value_kind:     by_value
     .group_segment_fixed_size: 0
     .kernarg_segment_align: 8
-    .kernarg_segment_size: 40
+    .kernarg_segment_size: 44
     .max_flat_workgroup_size: 256
     .name:           pa_decode_merge_kernel_0
     .private_segment_fixed_size: 0

@@ -106,6 +106,9 @@ def tolerance(case: DecodeCase, ref: torch.Tensor) -> torch.Tensor:
     return 2 * (2.0 ** -9 * bound + 2.0 ** -9 * ref.abs()) + 1e-6
 
 
+FORCED_SPLITS = 8  # the self-check's third launch of every case: this many splits (forced), whatever the batch
+
+
 def standard_cases(device="cpu") -> list[DecodeCase]:
     """Irregular shapes: empty rows, partial pages, contexts across splits, every specialization we ship."""
     return [
@@ -114,4 +117,8 @@ def standard_cases(device="cpu") -> list[DecodeCase]:
                   query_scale="tensor", device=device, seed=2),
         make_case("g1-bf16-long", group=1, context_lens=[2049, 17, 640], query_scale="float", device=device, seed=3),
         make_case("g5-bf16-odd-group", group=5, context_lens=[255, 257], device=device, seed=4),
+        # short rows in a wide table (a dense layer's whole block table): at FORCED_SPLITS each row's own tokens
+        # divide over the splits (layout.row_tokens), not the width's 1280-token partitions
+        make_case("g8-bf16-short-rows-wide-table", group=8, context_lens=[1000, 1, 300, 0, 2049], device=device,
+                  seed=5, extra_width=60),
     ]

@@ -60,7 +60,8 @@ def _self_check(device_index: int) -> None:
     for case in C.standard_cases(device):
         rows, width = case.tables.shape
         group = case.q.shape[1]
-        plans = {"split": make_plan(rows, width, group, device), "direct": direct_plan(rows, width, group, device)}
+        plans = {"split": make_plan(rows, width, group, device), "direct": direct_plan(rows, width, group, device),
+                 "forced split": make_plan(rows, width, group, device, num_splits=C.FORCED_SPLITS)}
         for path, plan in plans.items():
             ratio, where = run_case(case, plan)
             if not ratio <= 1.0:

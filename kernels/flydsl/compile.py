@@ -130,7 +130,7 @@ if spec["kind"] == "decode":
     args = (0,) * 9 + (4, 256, 2, 1.0, 1.0, 1)
 else:
     launch = K.build_merge(spec["group"], spec["arch"])
-    args = (0,) * 4 + (256, 2, 1)
+    args = (0,) * 4 + (4, 256, 2, 1)
 launch._compile_only(*args)
 print("COMPILED")
 """

@@ -209,15 +209,16 @@ def _emulate(q, k_cache, v_cache, tables, context_lens, softmax_scale, query_sca
     out = np.zeros((rows, group, L.HEAD_DIM), dtype=np.float32)
     logit_scale = np.float32(softmax_scale * L.LOG2E)
     for r in range(rows):
-        ctx = min(int(context_lens[r]), tables.shape[1] * L.PAGE_SIZE)
+        ctx = max(min(int(context_lens[r]), tables.shape[1] * L.PAGE_SIZE), 0)
+        share = L.row_tokens(ctx, num_splits, partition_tokens)  # the row's own tokens per split
         q_vals, head_scale = _query_operand(q[r], group, q.dtype == torch.bfloat16)
         row_scale = np.float32(query_scale[r] if isinstance(query_scale, torch.Tensor) else
                                (1.0 if query_scale is None else query_scale))
         col_scale = (head_scale * row_scale * logit_scale).astype(np.float32)
         splits = []
         for s in range(num_splits):
-            start = s * partition_tokens
-            end = min(ctx, start + partition_tokens)
+            start = s * share
+            end = min(ctx, start + share)
             waves = [_wave(ctx, w, start, end, tables[r].numpy(), k_rec, v_rec, q_vals, col_scale)
                      for w in range(L.WAVES)]
             m, total, o = _combine(waves, group)
@@ -226,7 +227,7 @@ def _emulate(q, k_cache, v_cache, tables, context_lens, softmax_scale, query_sca
         if num_splits == 1:
             out[r] = splits[0][2]
             continue
-        used = min(math.ceil(ctx / partition_tokens), num_splits)
+        used = min(math.ceil(ctx / share), num_splits)
         m_run = np.full(group, -np.inf, dtype=np.float32)
         l_run = np.zeros(group, dtype=np.float32)
         acc = np.zeros((group, L.HEAD_DIM), dtype=np.float32)

@@ -186,6 +186,18 @@ def partition(max_table_width: int, splits: int) -> tuple[int, int]:
     return math.ceil(max_tokens / tokens), tokens
 
 
+def row_tokens(ctx, num_splits, partition_tokens, minimum=min, maximum=max):
+    """Tokens per split of a row of ``ctx`` >= 0 tokens: its own tokens divided over the launch's ``num_splits``, a
+    multiple of the workgroup's step (WAVES x TILE), at least one step and at most ``partition_tokens`` (the launch's
+    partition of the table's width: a full row splits as the width does). So a short row in a wide table (a dense
+    layer's whole block table) spreads over every split instead of sitting on the first ones; its split s holds tokens
+    [s x row_tokens, ...) and the merge reads its first ceil(ctx / row_tokens) splits. Python ints (the emulator) or
+    the kernels' fx.Int32 values (``minimum`` / ``maximum``: their min / max; ``maximum`` takes the step as an int)."""
+    step = WAVES * TILE
+    share = (ctx + num_splits - 1) // num_splits
+    return minimum(partition_tokens, maximum((share + step - 1) // step * step, step))
+
+
 def choose_splits(num_rows: int, max_table_width: int, num_cus: int = 256, waves_per_cu: int = 2):
     """(num_splits, partition_tokens) of a launch: the policy's count, partitioned."""
     return partition(max_table_width, wanted_splits(num_rows, max_table_width, num_cus, waves_per_cu))

@@ -143,6 +143,6 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
            context_lens.data_ptr(), qscale_addr, ws_o_addr, ws_ml_addr, width, partition_tokens, num_splits,
            qscale_value, float(softmax_scale) * L.LOG2E, rows, stream=stream)
     if split:
-        build_merge(group)(out.data_ptr(), ws_o_addr, ws_ml_addr, context_lens.data_ptr(), partition_tokens,
+        build_merge(group)(out.data_ptr(), ws_o_addr, ws_ml_addr, context_lens.data_ptr(), width, partition_tokens,
                            num_splits, rows, stream=stream)
     return out

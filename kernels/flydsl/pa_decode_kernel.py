@@ -247,9 +247,13 @@ def build_pa_decode(group: int, q_bf16: bool, split: bool, qscale_tensor: bool, 
         lane = thread & 63
 
         ctx = fx.Int32(_ir.load(_ir.global_ptr(lens_addr), fx.Int64(row) * 4, _ir.i32(), 4))
-        ctx = fx.min(ctx, table_width * L.PAGE_SIZE)  # never read past the row's table (check=False inputs)
-        part_start = split_id * partition_tokens
-        part_end = fx.min(ctx, part_start + partition_tokens)
+        ctx = _row_context(ctx, table_width)
+        if const_expr(split):  # the row's own tokens divided over the splits (layout.row_tokens)
+            share = L.row_tokens(ctx, num_splits, partition_tokens, fx.min, _max_int)
+        else:  # one split: the table's width
+            share = partition_tokens
+        part_start = split_id * share
+        part_end = fx.min(ctx, part_start + share)
         n_tiles = (fx.max(part_end - part_start, fx.Int32(0)) + (L.TILE - 1)) >> 6
 
         q_operand, q_head_scale = _load_query(q_addr, row, lane, group=group, q_bf16=q_bf16)
@@ -311,6 +315,16 @@ def build_pa_decode(group: int, q_bf16: bool, split: bool, qscale_tensor: bool, 
     return launch
 
 
+def _row_context(ctx, table_width):
+    """The row's context as both kernels read it: clamped to its table (check=False inputs never read past it) and
+    to >= 0 (a negative length under check=False: no token)."""
+    return fx.max(fx.min(ctx, table_width * L.PAGE_SIZE), fx.Int32(0))
+
+
+def _max_int(value, bound: int):
+    return fx.max(value, fx.Int32(bound))
+
+
 @functools.cache
 def build_merge(group: int, arch: str = "gfx950"):
     """Merge kernel of the split path: out[r, h] = sum_s w_s O_s / sum_s w_s l_s over the used splits."""
@@ -318,13 +332,15 @@ def build_merge(group: int, arch: str = "gfx950"):
 
     @flyc.kernel
     def pa_decode_merge_kernel(out_addr: fx.Int64, ws_o_addr: fx.Int64, ws_ml_addr: fx.Int64, lens_addr: fx.Int64,
-                               partition_tokens: fx.Int32, num_splits: fx.Int32):
+                               table_width: fx.Int32, partition_tokens: fx.Int32, num_splits: fx.Int32):
         thread = fx.Int32(fx.thread_idx.x)
         row = fx.Int32(fx.block_idx.x)
         head = L.epilogue_head(thread)
         dim0 = L.epilogue_dim0(thread)
-        ctx = fx.Int32(_ir.load(_ir.global_ptr(lens_addr), fx.Int64(row) * 4, _ir.i32(), 4))
-        used = fx.min((ctx + partition_tokens - 1) // partition_tokens, num_splits)  # each holds >= 1 token
+        ctx = _row_context(fx.Int32(_ir.load(_ir.global_ptr(lens_addr), fx.Int64(row) * 4, _ir.i32(), 4)),
+                           table_width)  # as the decode kernel saw it
+        share = L.row_tokens(ctx, num_splits, partition_tokens, fx.min, _max_int)
+        used = fx.min((ctx + share - 1) // share, num_splits)  # the splits that hold the row's tokens
         if head < fx.Int32(group):
             ws_o = _ir.global_ptr(ws_o_addr)
             ws_ml = _ir.global_ptr(ws_ml_addr)
@@ -350,9 +366,9 @@ def build_merge(group: int, arch: str = "gfx950"):
 
     @flyc.jit
     def launch(out_addr: fx.Int64, ws_o_addr: fx.Int64, ws_ml_addr: fx.Int64, lens_addr: fx.Int64,
-               partition_tokens: fx.Int32, num_splits: fx.Int32, num_rows: fx.Int32,
+               table_width: fx.Int32, partition_tokens: fx.Int32, num_splits: fx.Int32, num_rows: fx.Int32,
                stream: fx.Stream = fx.Stream(None)):
-        pa_decode_merge_kernel(out_addr, ws_o_addr, ws_ml_addr, lens_addr, partition_tokens,
+        pa_decode_merge_kernel(out_addr, ws_o_addr, ws_ml_addr, lens_addr, table_width, partition_tokens,
                                num_splits).launch(grid=(num_rows, 1, 1), block=[L.THREADS, 1, 1], stream=stream)
 
     return launch
