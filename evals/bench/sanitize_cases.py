@@ -86,6 +86,19 @@ def main():
             plan = with_config(hopper.make_plan(5, wider.shape[1], 16, DEV, num_splits=32), each)
             hopper.attend(out, q[:5].contiguous(), k, v, wider, rr, rp, num_kv_heads=1, topk_blocks=None,
                           pages_per_block=1, softmax_scale=0.088, query_scale=None, plan=plan)
+        # unchecked contexts past the table (what ops' check=True refuses): the decode reads no entry past the table
+        # and the row's split merge no slot past its own (the last row's would lie past the workspace); a plan of
+        # exactly rows x 2 slots, pa_decode and the dense attend
+        past = lens.clone()
+        past[-1] = tables.shape[1] * 128 + 3 * 128
+        plan = hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=2, config=through_l2)
+        hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, past, softmax_scale=0.088, query_scale=None,
+                         plan=plan)
+        far_position = rp.clone()  # over block_table (every entry a page of the cache), not wide
+        far_position[-1] = block_table.shape[1] * 128 + 300
+        plan = hopper.make_plan(5, block_table.shape[1], 16, DEV, num_splits=2, config=through_l2)
+        hopper.attend(out, q[:5].contiguous(), k, v, block_table, rr, far_position, num_kv_heads=1, topk_blocks=None,
+                      pages_per_block=1, softmax_scale=0.088, query_scale=None, plan=plan)
         # the Hopper index scorer (fp8 and MXFP4 index-K): chunks of 1 and 2 blocks and the heuristic's, 2 / 3
         # stages; wide's entries past each request's pages point past the cache (read only for blocks <= the row's
         # own block: never)
@@ -98,7 +111,7 @@ def main():
         ran += (", Hopper pa_decode (direct, split, a larger plan; direct and split through the exact fallback pass;"
                 " each at the policy's and at 8 warps, the split merge through L2 and over a cluster)"
                 ", Hopper attend (sparse and dense, direct and split, both passes, 4 and 8 warps; 32 splits over 2"
-                " clusters of 16 and through L2)"
+                " clusters of 16 and through L2; contexts past the table, unchecked)"
                 ", Hopper index_topk (fp8 and MXFP4 index-K)")
     else:
         ran += f"; Hopper pa_decode not run: {why}"

@@ -552,7 +552,9 @@ def _pages_a_split(pages, num_splits, pages_per_split):
 def _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, pages_per_split,
                  SOURCE: gl.constexpr):
     """How many of the row's first splits hold pages (the rest stored lse -inf, weight 0): TABLES / DENSE from the
-    row's context (one load), SPARSE all of them (its context would need the ids' reduction)."""
+    row's context (one load), SPARSE all of them (its context would need the ids' reduction). At most num_splits: a
+    context past the table (unchecked input, check=False) must not send the merge into the next row's slots or past
+    the workspace."""
     if SOURCE == SPARSE:
         used = num_splits
     else:
@@ -561,7 +563,7 @@ def _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, 
         else:
             context = gl.load(position_ptr + row.to(gl.int32) // num_kv_heads) + 1
         pages = gl.cdiv(context, PAGE)
-        used = gl.cdiv(pages, gl.maximum(_pages_a_split(pages, num_splits, pages_per_split), 1))
+        used = gl.minimum(gl.cdiv(pages, gl.maximum(_pages_a_split(pages, num_splits, pages_per_split), 1)), num_splits)
     return used
 
 
