@@ -290,6 +290,25 @@ def test_o_rescale_when_only_the_upper_heads_maximum_moves(splits, warps):
         assert part < ATTN_REL_TOL, (head, part)
 
 
+def test_an_unchecked_context_past_the_table_merges_only_its_own_splits():
+    """Input ops refuses (check=False): rows 0 and 2 claim 3 pages past their 4-page tables. The decode reads no entry
+    past the table and the L2 merge no partial past the row's 2 splits (``_used_splits`` is clamped): row 0's output
+    does not depend on row 1's data, whose partials follow row 0's slots, and the last row's merge stays inside a
+    workspace of exactly rows x 2 slots (compute-sanitizer: sanitize_cases.py)."""
+    gen = torch.Generator().manual_seed(61)
+    rows, width = 3, 4
+    q, k, v, tables, context_lens = _case(gen, rows, 16, width, [width * 128, 300, width * 128])
+    context_lens[0] = context_lens[2] = (width + 3) * 128
+    config = P.HopperConfig(cluster=False)
+    first, plan = _run(q, k, v, tables, context_lens, 0.09, num_splits=2, config=config)
+    assert plan.part_out.shape[0] == rows * 2  # no slot to spare past the last row's
+    other = q.clone()
+    other[1] = -3 * other[1]  # row 1's partials change
+    second, _ = _run(other, k, v, tables, context_lens, 0.09, num_splits=2, config=config)
+    assert np.array_equal(first[0], second[0], equal_nan=True)
+    assert not np.array_equal(first[1], second[1])
+
+
 @pytest.mark.parametrize("query_scale", ["tensor", "number"])
 def test_e4m3_query_and_query_scale(query_scale):
     rows, group, width = 9, 16, 12
