@@ -210,7 +210,8 @@ def _emulate(q, k_cache, v_cache, tables, context_lens, softmax_scale, query_sca
     logit_scale = np.float32(softmax_scale * L.LOG2E)
     for r in range(rows):
         ctx = max(min(int(context_lens[r]), tables.shape[1] * L.PAGE_SIZE), 0)
-        share = L.row_tokens(ctx, num_splits, partition_tokens)  # the row's own tokens per split
+        # as the kernel: a split launch divides the row's own tokens (layout.row_tokens), one split takes the width
+        share = L.row_tokens(ctx, num_splits, partition_tokens) if num_splits > 1 else partition_tokens
         q_vals, head_scale = _query_operand(q[r], group, q.dtype == torch.bfloat16)
         row_scale = np.float32(query_scale[r] if isinstance(query_scale, torch.Tensor) else
                                (1.0 if query_scale is None else query_scale))
