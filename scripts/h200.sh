@@ -29,11 +29,7 @@ python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'trit
 
 # ---- 1. package shim
 PKG=/tmp/atom_pkg
-rm -rf "$PKG" && mkdir -p "$PKG/atom_mxfp4"
-cp -r "$ROOT/atom_mxfp4/." "$PKG/atom_mxfp4/"
-for sub in kernels model_patches evals; do
-  [ -d "$ROOT/$sub" ] && ln -sfn "$ROOT/$sub" "$PKG/atom_mxfp4/$sub"
-done
+. "$ROOT/scripts/device_pkg.sh" && atom_pkg "$PKG" || exit 2
 export PYTHONPATH="$PKG:${PYTHONPATH:-}"  # run with python3 -P: the repo root (holding atom_mxfp4/ without kernels/) must not shadow it
 python3 -P -c "import atom_mxfp4.kernels.triton as t; print('atom_mxfp4 triton backend from', t.__file__)" || exit 2
 

@@ -6,16 +6,10 @@
 #   bash docs/bench/2026-12-04-h200-lastpage/next_call.sh tests   # ~500 s: the Hopper GPU tests, memcheck (patched)
 # bench: main / new / main / new through hopper_bench --quick (the dense rows and 1 x 8192), run_bench --only sparse
 # new / main (SGLang 0.5.23's kernels in the same run: out/sgl), then d9b66a4's clamp test on main's kernel.
-ROOT=$PWD
-pkg() {  # pkg DIR [KERNELS]: the package at DIR (kernels copied, KERNELS' files replacing theirs, when given)
-  mkdir -p $1/atom_mxfp4 && cp -r atom_mxfp4/. $1/atom_mxfp4/
-  for s in model_patches evals; do ln -sfn $ROOT/$s $1/atom_mxfp4/$s; done
-  if [ -n "$2" ]; then cp -r kernels $1/atom_mxfp4/kernels && cp $2/*.py $1/atom_mxfp4/kernels/hopper/
-  else ln -sfn $ROOT/kernels $1/atom_mxfp4/kernels; fi
-}
+. scripts/device_pkg.sh
 [ -f out/main_kernel/pa_decode.py ] && [ -f out/main_kernel/index_topk.py ] || { echo "carry out/main_kernel"; exit 2; }
 grep -q "def _weights" kernels/hopper/pa_decode.py || { echo "apply lastpage.patch to the tree first"; exit 2; }
-pkg /tmp/atom_new; pkg /tmp/atom_main out/main_kernel
+atom_pkg /tmp/atom_new && atom_pkg /tmp/atom_main out/main_kernel || exit 2
 export PYTHONSAFEPATH=1
 R=$OUT/r; mkdir -p $R; date -u > $R/date.txt; bash scripts/sources_hash.sh > $R/sources.txt 2>&1
 if [ "$1" = bench ]; then
