@@ -10,7 +10,8 @@ atom_pkg() {
   rm -rf "$dir" && mkdir -p "$dir/atom_mxfp4" && cp -r "$root/atom_mxfp4/." "$dir/atom_mxfp4/" || return 1
   for sub in kernels model_patches evals; do
     if [ "$sub" = kernels ] && [ -n "$kernels" ]; then
-      cp -r "$root/kernels" "$dir/atom_mxfp4/kernels" && cp "$kernels"/*.py "$dir/atom_mxfp4/kernels/hopper/" || return 1
+      cp -r "$root/kernels" "$dir/atom_mxfp4/kernels" || return 1
+      cp "$kernels"/*.py "$dir/atom_mxfp4/kernels/hopper/" || return 1
     elif [ -d "$root/$sub" ]; then
       ln -sfn "$root/$sub" "$dir/atom_mxfp4/$sub"
     fi
