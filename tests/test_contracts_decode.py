@@ -105,7 +105,7 @@ def test_query_scale_tensor_refusals(variant):
         with pytest.raises(ValueError) as ei:
             run_decode(variant, q, k, v, tables, lens, scale)
         H.err_names(ei, "query_scale", f"row {row}")
-    strided = torch.ones(6)[::2]
+    strided = torch.ones(6, device=DEVICE)[::2]  # made on the device: a copy there would be contiguous
     with pytest.raises(ValueError) as ei:
         run_decode(variant, q, k, v, tables, lens, strided)
     H.err_names(ei, "query_scale", "contiguous")
@@ -117,7 +117,7 @@ def test_triton_refuses_a_strided_query_scale_even_unchecked():
     k, v, tables = three_page_rows(gen)
     with pytest.raises(ValueError) as ei:
         run_decode(("triton", 1), torch.zeros(3, 4, 128).bfloat16(), k, v, tables, torch.ones(3, dtype=torch.int32),
-                   torch.ones(6)[::2], check=False)
+                   torch.ones(6, device=DEVICE)[::2], check=False)
     H.err_names(ei, "query_scale")
 
 
@@ -146,3 +146,23 @@ def test_non_finite_and_huge_q_follow_the_contract(variant):
     want = H.attention_rows(q.double().numpy(), k, v, tables, lens, SCALE)
     for r, h in finite:
         assert rel(got[r, h].numpy(), want[r, h]) < H.ATTN_REL_TOL, f"row {r} head {h}"
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_an_unchecked_length_past_the_table_reads_as_the_whole_table(variant):
+    """check=False skips the lengths-inside-the-table check (a device sync). A length past 128 x width must still
+    read no table entry past the row and no partial slot past the row's: every backend reads it as the whole table
+    (the reference's token mask does), a negative one as 0. Rows of 5 pages over 3 splits of 2 pages: the last split
+    would reach entry 5 (the next row's first) and the merge a fourth split (the next row's first slot)."""
+    gen = torch.Generator().manual_seed(7)
+    rows, width = 3, 5
+    k = H.records_from_values(torch.randint(-4, 5, (rows * width, 128, 128), generator=gen).float() / 2)
+    v = H.records_from_values(torch.randn(rows * width, 128, 128, generator=gen))
+    tables = torch.arange(rows * width, dtype=torch.int32).view(rows, width)
+    q = torch.randn(rows, 4, 128, generator=gen).bfloat16()
+    past = torch.tensor([(width + 2) * 128, -5, 2 ** 31 - 1], dtype=torch.int32)
+    clamped = torch.tensor([width * 128, 0, width * 128], dtype=torch.int32)
+    got = run_decode(variant, q, k, v, tables, past, check=False)
+    want = run_decode(variant, q, k, v, tables, clamped)
+    assert torch.equal(got, want), (got - want).abs().amax(dim=(1, 2))
+    assert bool((got[1] == 0).all()), "a negative length attends nothing: zeros"

@@ -13,7 +13,9 @@ in the plan's workspace, then an LSE merge of the splits that hold pages) when r
 per row, bf16 written at once) when many.
 The split count depends only on the launch's (rows, table width), never on the plan's size, so a plan made once per
 batch (atom_mxfp4.plan: any plan that covers the call) gives the output of plan=None, bit for bit, at every replay.
-Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
+Not checked at run time: page ids in range (``atom_mxfp4.ops`` checks with check=True). A length past 128 * width
+(or below 0) passes under check=False: both kernels read it as the whole table (as 0), so that no entry past the row
+and no partial slot past the row's is read (``_row_context``).
 """
 
 from dataclasses import dataclass
@@ -45,6 +47,13 @@ def _pages_a_split(num_pages, num_splits, pages_per_split):
 
 
 @triton.jit
+def _row_context(context_lens_ptr, row, width):
+    """Row ``row``'s length as both kernels read it: inside [0, 128 x width] (an unchecked length past the table is
+    the whole table, a negative one no token; the reference's token mask reads them so)."""
+    return tl.maximum(tl.minimum(tl.load(context_lens_ptr + row), width * PAGE_SIZE), 0)
+
+
+@triton.jit
 def _pa_decode_kernel(
     out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
     part_out_ptr, part_lse_ptr,
@@ -58,7 +67,7 @@ def _pa_decode_kernel(
     head = tl.arange(0, BLOCK_H)
     dim = tl.arange(0, HEAD_DIM)
     head_ok = head < group
-    context = tl.load(context_lens_ptr + row)
+    context = _row_context(context_lens_ptr, row, table_stride)  # tables are contiguous: stride = width
     num_pages = tl.cdiv(context, PAGE_SIZE)
     per_split = _pages_a_split(num_pages, num_splits, pages_per_split)  # the row's own pages over the splits
     page_begin = split * per_split
@@ -110,12 +119,12 @@ def _pa_decode_kernel(
 
 
 @triton.jit
-def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, group, pages_per_split, num_splits):
+def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, width, group, pages_per_split, num_splits):
     """out[r] = sum_s w_s * part_out[r, s] with w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN;
     all -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. Only the splits
     that hold pages of the row are read (the others wrote lse -inf: weight 0)."""
     row = tl.program_id(0).to(tl.int64)
-    context = tl.load(context_lens_ptr + row)
+    context = _row_context(context_lens_ptr, row, width)  # as the decode kernel read it
     num_pages = tl.cdiv(context, PAGE_SIZE)
     used = tl.cdiv(num_pages, tl.maximum(_pages_a_split(num_pages, num_splits, pages_per_split), 1))
     head = tl.arange(0, BLOCK_H)
@@ -303,6 +312,6 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, group, pages_per_split, splits,
+        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, width, group, pages_per_split, splits,
                                num_warps=4)
     return out
