@@ -35,7 +35,7 @@ import _helpers as H  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "hopper.md"
-DOC_TRITON38 = ROOT / "docs" / "bench" / "2026-12-04-h200-cluster" / "hopper_sass_triton38.txt"
+DOC_TRITON38 = ROOT / "docs" / "bench" / "2026-12-04-h200-clamp" / "hopper_sass_triton38.txt"
 
 # Issue 14's budget: at 80% of the H200's copy bandwidth (0.8 x 4.24 TB/s) the kernel moves 0.53 B of MXFP4 per
 # decoded element, 6.4e12 elements/s; 132 SMs x 4 schedulers x 1.78 GHz (the SM clock Nsight Compute saw under this
@@ -188,7 +188,7 @@ def test_the_cluster_merge_is_two_cluster_barriers_and_remote_loads(report):
 
 
 def test_docs_quote_the_measured_figures(report):
-    """docs/hopper.md quotes triton 3.6's figures; 3.8's table is kept in docs/bench/2026-12-04-h200-cluster/."""
+    """docs/hopper.md quotes triton 3.6's figures; 3.8's table is kept in docs/bench/2026-12-04-h200-clamp/."""
     v = report["variants"]["direct (default)"]
     doc = DOC if report["triton"].startswith("3.6.") else DOC_TRITON38
     text = doc.read_text()

@@ -37,13 +37,21 @@ def main():
                  tb.make_plan(64, tables.shape[1] + 30, 16, DEV)):
         out = torch.empty(5, 16, 128, dtype=torch.bfloat16, device=DEV)
         tb.pa_decode(out, q[:5].contiguous(), k, v, tables, lens, softmax_scale=0.088, query_scale=None, plan=plan)
+    # unchecked lengths past the table (what ops' check=True refuses; -5 and 2**31 - 1 too): read as the whole table,
+    # so 5 pages over 3 splits of 2 read no entry past the row and the merge no slot past the row's (the last row's
+    # would lie past the workspace)
+    five = torch.randint(0, pages, (5, 5), dtype=torch.int32, device=DEV)
+    past5 = torch.tensor([7 * 128, -5, 2 ** 31 - 1, 640, 641], dtype=torch.int32, device=DEV)
+    for splits in (1, 3):
+        tb.pa_decode(out, q[:5].contiguous(), k, v, five, past5, softmax_scale=0.088, query_scale=None,
+                     plan=tb.make_plan(5, 5, 16, DEV, num_splits=splits))
     ik8 = torch.zeros(pages, 1, FP8_RECORD_BYTES, dtype=torch.uint8, device=DEV)  # the fp8 index-K (issue 13)
     q8, iq8 = tb.fused_qknorm_rope_write(qkv, torch.randint(0, 512, (tokens,), device=DEV), *w, cos_sin, slots, k, v,
                                          ik8, num_q_heads=nq, num_kv_heads=1, num_index_heads=1, rotary_dim=64,
                                          eps=1e-6, scale_mode="mse", q_dtype=torch.bfloat16, index_k_dtype="fp8")
     tb.index_topk(iq8[:5].contiguous(), ik8, block_table, rr, rp, topk=2, init_blocks=0, local_blocks=1,
                   index_k_dtype="fp8")
-    ran = ("write, index_topk, build_sparse_tables, pa_decode (direct, split, a larger plan), "
+    ran = ("write, index_topk, build_sparse_tables, pa_decode (direct, split, a larger plan; lengths past the table), "
            "write + index_topk with the fp8 index-K")
     from atom_mxfp4.kernels import hopper
     why = hopper.usable(DEV)
@@ -94,6 +102,10 @@ def main():
         plan = hopper.make_plan(5, tables.shape[1], 16, DEV, num_splits=2, config=through_l2)
         hopper.pa_decode(out, q[:5].contiguous(), k, v, tables, past, softmax_scale=0.088, query_scale=None,
                          plan=plan)
+        for splits in (1, 3, None):  # the Triton cases' lengths past a 5-wide table
+            plan = hopper.make_plan(5, 5, 16, DEV, num_splits=splits, config=through_l2)
+            hopper.pa_decode(out, q[:5].contiguous(), k, v, five, past5, softmax_scale=0.088, query_scale=None,
+                             plan=plan)
         far_position = rp.clone()  # over block_table (every entry a page of the cache), not wide
         far_position[-1] = block_table.shape[1] * 128 + 300
         plan = hopper.make_plan(5, block_table.shape[1], 16, DEV, num_splits=2, config=through_l2)

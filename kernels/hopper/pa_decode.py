@@ -29,7 +29,9 @@ reset by that program) merges them in the same launch; or, where the launch fill
 splits run as 1-4 thread-block clusters that merge through distributed shared memory (``_cluster``, ``cluster_for``);
 direct (one program per row, bf16 out) otherwise. The split count depends only on (rows, table width), so a plan made
 once is valid for every replay of a CUDA graph.
-Not checked at run time: page ids in range, context_lens <= 128 * width (``atom_mxfp4.ops`` checks with check=True).
+Not checked at run time: page ids in range (``atom_mxfp4.ops`` checks with check=True). A length (TABLES) or position
+(DENSE) past the table passes under check=False: the kernel reads it as the whole table and a negative length as 0
+(``_in_table``), so that no entry past the row and no partial slot past the row's is read.
 """
 
 from __future__ import annotations
@@ -159,15 +161,23 @@ def _ids_layout(n, warps):
 
 
 @gluon.jit
-def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, table_stride, num_kv_heads, num_tokens,
-                topk, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr):
+def _in_table(context, table_width):
+    """A row's context as the decode (``_row_source``) and the merge (``_used_splits``) read it: inside [0, 128 x
+    table_width] (an unchecked length past the table is the whole table, a negative one no token: the reference's
+    token mask reads them so)."""
+    return gl.maximum(gl.minimum(context, table_width * PAGE), 0)
+
+
+@gluon.jit
+def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, table_stride, table_width, num_kv_heads,
+                num_tokens, topk, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr):
     """(context, table_base, head, ids_base) of row ``row`` (int64), by where its pages come from (SOURCE):
     TABLES: ``context_lens[row]``, table row ``row``; DENSE / SPARSE (``attend``): row = token t x num_kv_heads + head
     h of request ``request[t]`` at ``position[t]``, table row = that request's block-table row; DENSE: position + 1
     tokens; SPARSE: the top-k ids ``topk[h, t, :]`` (ascending, -1 padded, the own block last when selected) give
     n_full x block + (position - own x block + 1 if the own block is selected): build_sparse_tables' context."""
     if SOURCE == TABLES:
-        context = gl.load(context_lens_ptr + row)
+        context = _in_table(gl.load(context_lens_ptr + row), table_width)
         table_base = row * table_stride
         head = context * 0
         ids_base = context * 0
@@ -177,7 +187,7 @@ def _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr, tabl
         position = gl.load(position_ptr + token)
         table_base = gl.load(request_ptr + token) * table_stride  # int32: the launcher checks numel < 2**31
         if SOURCE == DENSE:
-            context = position + 1
+            context = _in_table(position + 1, table_width)
             ids_base = token * 0
         else:
             BLOCK_TOKENS: gl.constexpr = PAGE * PPB
@@ -549,7 +559,7 @@ def _pages_a_split(pages, num_splits, pages_per_split):
 
 
 @gluon.jit
-def _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, pages_per_split,
+def _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads, num_splits, pages_per_split,
                  SOURCE: gl.constexpr):
     """How many of the row's first splits hold pages (the rest stored lse -inf, weight 0): TABLES / DENSE from the
     row's context (one load), SPARSE all of them (its context would need the ids' reduction). At most num_splits: a
@@ -562,7 +572,7 @@ def _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, 
             context = gl.load(context_lens_ptr + row)
         else:
             context = gl.load(position_ptr + row.to(gl.int32) // num_kv_heads) + 1
-        pages = gl.cdiv(context, PAGE)
+        pages = gl.cdiv(_in_table(context, table_width), PAGE)  # as _row_source read it
         used = gl.minimum(gl.cdiv(pages, gl.maximum(_pages_a_split(pages, num_splits, pages_per_split), 1)), num_splits)
     return used
 
@@ -581,8 +591,8 @@ def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_
     row, split = _coords(num_splits, CLUSTER, AGAIN)
     row = row.to(gl.int64)
     context, table_base, head, ids_base = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr,
-                                                      table_stride, num_kv_heads, num_tokens, topk, SOURCE,
-                                                      TOPK_POW2, PPB)
+                                                      table_stride, table_width, num_kv_heads, num_tokens, topk,
+                                                      SOURCE, TOPK_POW2, PPB)
     pages = gl.cdiv(context, PAGE)
     if SOURCE == SPARSE:
         # the table is the row's top-k blocks (full past topk blocks of context) and its context is known only after
@@ -659,7 +669,8 @@ def _pa_decode_kernel(
         _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
         done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
         if done == num_splits - 1:  # acquire: every split's partial is visible
-            used = _used_splits(row, context_lens_ptr, position_ptr, num_kv_heads, num_splits, pages_per_split, SOURCE)
+            used = _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads, num_splits,
+                                pages_per_split, SOURCE)
             _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits, used)
             gl.store(counters_ptr + row, 0)  # the next launch (a graph replay) starts from 0
     else:  # no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN
