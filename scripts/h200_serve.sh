@@ -82,7 +82,9 @@ if [ "$MODE" = serve ]; then
       dtype=${kv%%-idx-*}; idx=""; [ "$dtype" = "$kv" ] || idx="ATOM_MXFP4_INDEX_K_DTYPE=${kv##*-idx-}"
       backend=""; [ "$dtype" = mxfp4 ] || backend="--attention-backend triton"
       port=$((port + 1))
-      env $idx timeout 200 $CHECK --label agree-$kv --scenarios startup,agreement --hidden --port $port \
+      # 320 s: SGLang's own Triton backend compiles its kernels at its first requests (the baselines were ready only
+      # ~200 s after their start in the 2026-12-04 clamp session's run, four servers starting at once; 200 cut them)
+      env $idx timeout 320 $CHECK --label agree-$kv --scenarios startup,agreement --hidden --port $port \
         -- $COMMON --kv-cache-dtype $dtype $backend --disable-cuda-graph --enable-return-hidden-states \
         --mem-fraction-static 0.4 --max-total-tokens 262144 > "$RES/agree-$kv.out" 2>&1 &
       pids="$pids $!"
