@@ -1,0 +1,17 @@
+#!/bin/bash
+# Prepared 2026-12-04 (clamp session, after its device time was spent), NOT RUN. For the next session with a device,
+# from the repo root, carry [".whl/serve"]:
+#   run(command="bash docs/bench/2026-12-04-h200-clamp/next_call.sh", carry=[".whl/serve"])     # ~500 s
+# (1) the Hopper attend tests again: test_attend_e4m3_query_and_query_scale's finiteness assertion, restored after
+#     call 1 ran it weakened, and the past-the-table tests; (2) the full serve call, whose bf16 / fp8 agreement
+#     baselines the old 200 s limit cut (now 320 s).
+. scripts/device_pkg.sh
+atom_pkg /tmp/atom_new || exit 2
+export PYTHONSAFEPATH=1
+R=$OUT/r; mkdir -p $R; date -u > $R/date.txt; bash scripts/sources_hash.sh > $R/sources.txt 2>&1
+PYTHONPATH=/tmp/atom_new timeout 90 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_hopper_gpu.py \
+  -k "attend_e4m3 or past_the_table" -p no:cacheprovider > $R/gpu_tests_attend.txt 2>&1
+echo "tests rc $?" >> $R/gpu_tests_attend.txt; tail -n 2 $R/gpu_tests_attend.txt
+T_GPU_TESTS=0 OUT=$R timeout 420 bash scripts/h200_serve.sh serve > $R/serve_stdout.txt 2>&1
+echo "serve rc $?"; grep "serve_check\]" $R/serve_stdout.txt | cut -c1-200 | tail -n 24
+cd $OUT && tar czf results.tgz r && rm -rf r
