@@ -445,3 +445,19 @@ def test_cluster_occupancy_is_asked_once_and_a_failed_query_means_no_cluster(mon
         assert not P._clusters_fit(3, 16, 82000)
     assert not P._clusters_fit(3, 16, 82000)
     assert calls == [(1, 82000, 16), (2, 82000, 16), (3, 82000, 16)]
+
+
+def test_hopper_bench_variants_parse_into_hopper_configs_and_refuse_by_name():
+    """evals/bench/hopper_bench.py --variant FIELD=VALUE,...: the overrides of a same-run kernel variant."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evals" / "bench"))
+    import hopper_bench as hb
+    assert hb.parse_variant("warps=8,maxnreg=128") == {"warps": 8, "maxnreg": 128}
+    assert hb.parse_variant("maxnreg=none,cluster=false") == {"maxnreg": None, "cluster": False}
+    assert hb.variant_name({"warps": 8, "maxnreg": 128}) == "hopper_v_warps8_maxnreg128"
+    for bad, named in (("warps=5", "HopperConfig.warps"), ("foo=1", "foo=1"), ("warps", "'warps'"),
+                       ("stages=two", "'two'")):
+        with pytest.raises(ValueError) as ei:
+            hb.parse_variant(bad)
+        assert named in str(ei.value), (bad, str(ei.value))

@@ -49,7 +49,39 @@ def make_inputs(rows: int, width: int, context: int, num_sets: int):
     return q, lens, sets
 
 
-def bench_shape(rows: int, context: int, reps: int, log, stages=(), warps=()) -> dict:
+def parse_variant(text: str) -> dict:
+    """``--variant`` text -> HopperConfig overrides: ``warps=8,maxnreg=128`` -> {"warps": 8, "maxnreg": 128}; values
+    are ints, ``none`` / ``true`` / ``false``; an unknown field or value is refused naming it."""
+    fields = {f.name for f in hopper_pa.HopperConfig.__dataclass_fields__.values()}
+    words = {"none": None, "true": True, "false": False}
+    overrides = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or key not in fields:
+            raise ValueError(f"--variant: expected FIELD=VALUE with FIELD one of {sorted(fields)}, got {item!r}")
+        if value.lower() in words:
+            overrides[key] = words[value.lower()]
+        elif value.lstrip("-").isdigit():
+            overrides[key] = int(value)
+        else:
+            raise ValueError(f"--variant {key}: expected an int, none, true or false, got {value!r}")
+    replace(hopper_pa.DEFAULT_CONFIG, **overrides)  # HopperConfig's own checks (e.g. warps in 4 / 8)
+    return overrides
+
+
+def _variant_arg(text: str) -> dict:
+    try:
+        return parse_variant(text)
+    except ValueError as error:  # argparse shows an ArgumentTypeError's own message
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def variant_name(overrides: dict) -> str:
+    """The kernel's name in the results: hopper_v_warps8_maxnreg128."""
+    return "hopper_v_" + "_".join(f"{k}{v}" for k, v in overrides.items())
+
+
+def bench_shape(rows: int, context: int, reps: int, log, stages=(), warps=(), variants=()) -> dict:
     width = context // PAGE_SIZE
     per_call = rows * context * 2 * MX_TOKEN
     n = sets_for(per_call, budget=SET_BUDGET)
@@ -66,6 +98,9 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=(), warps=()) ->
     for count in warps:  # a forced program warp count (HopperConfig.warps; the policy picks per launch)
         kernels[f"hopper_w{count}"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
             hopper_pa.DEFAULT_CONFIG, warps=count)))
+    for overrides in variants:  # any HopperConfig (--variant), on the default plan's split
+        kernels[variant_name(overrides)] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
+            hopper_pa.DEFAULT_CONFIG, **overrides)))
     outs = {name: torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV) for name in kernels}
 
     def call(name, s):
@@ -311,6 +346,12 @@ def report(results: dict) -> str:
             ("rel diff vs triton", lambda r: f"{r['rel_diff']:.1e}" if "rel_diff" in r else "-")]
     for depth in results.get("stages", []):
         cols.append((f"hopper {depth} stages TB/s (% copy)", tbs(f"hopper_s{depth}")))
+    for overrides in results.get("variants", []):
+        name = variant_name(overrides)
+        label = ", ".join(f"{k}={v}" for k, v in overrides.items())
+        cols.append((f"hopper ({label}) TB/s (% copy)", tbs(name)))
+        cols.append((f"hopper ({label}) same bits", lambda r, n=name: "-" if f"{n}_equal" not in r else
+                     ("yes" if r[f"{n}_equal"] else f"no ({r[f'{n}_rel_diff']:.1e} vs triton)")))
     for count in results.get("warps", []):
         cols.append((f"hopper {count} warps us", us(f"hopper_w{count}")))
         cols.append((f"hopper {count} warps rel diff", lambda r, n=f"hopper_w{count}_rel_diff": f"{r[n]:.1e}"
@@ -368,6 +409,9 @@ def main() -> None:
     parser.add_argument("--warps", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel at these forced program warp counts (HopperConfig.warps: "
                              "4, 8); with --split-sweep, every split count at each")
+    parser.add_argument("--variant", type=_variant_arg, action="append", default=[], metavar="FIELD=VALUE,...",
+                        help="also time the Hopper kernel under these HopperConfig overrides (repeatable), e.g. "
+                             "warps=8,maxnreg=128 (the default plan's split)")
     parser.add_argument("--stages", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
@@ -391,12 +435,12 @@ def main() -> None:
         return
     results = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    command="python3 " + " ".join(sys.argv), torch=torch.__version__, triton=triton.__version__,
-                   reps=reps, stages=args.stages, warps=args.warps, shapes=[])
+                   reps=reps, stages=args.stages, warps=args.warps, variants=args.variant, shapes=[])
     results["copy_start"] = copy_bandwidth_tbs()
     print(f"copy bandwidth {results['copy_start']}", flush=True)
     for rows, context in SHAPES:
         results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True), args.stages,
-                                             args.warps))
+                                             args.warps, args.variant))
     results["copy_end"] = copy_bandwidth_tbs()
     results["copy_TBs"] = max(results["copy_start"]["best"], results["copy_end"]["best"])
     text = report(results)

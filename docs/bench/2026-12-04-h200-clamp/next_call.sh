@@ -2,13 +2,17 @@
 # Prepared 2026-12-04 (clamp session, after its device time was spent), NOT RUN. For the next session with a device,
 # from the repo root:
 #   run(command="bash docs/bench/2026-12-04-h200-clamp/next_call.sh serve", carry=[".whl/serve"])   # ~500 s
-#   run(command="bash docs/bench/2026-12-04-h200-clamp/next_call.sh ncu")                          # ~120 s
+#   run(command="bash docs/bench/2026-12-04-h200-clamp/next_call.sh ncu")                          # ~200 s
 # serve: (1) the Hopper attend tests again: test_attend_e4m3_query_and_query_scale's finiteness assertion, restored
 #        after call 1 ran it weakened, and the past-the-table tests; (2) the full serve call, whose bf16 / fp8
 #        agreement baselines the old 200 s limit cut (now 320 s).
 # ncu:   Nsight Compute's warp states and scheduler statistics of today's kernel at 512 x 8192 and 1 row x 64 pages
 #        (one program per SM: the chain alone), to test the reading "latency-bound, ~1 eligible warp per scheduler"
-#        on the current loop (the 2026-12-03 profile was of an older one).
+#        on the current loop (the 2026-12-03 profile was of an older one); then, twice, the dense rows with the
+#        8-warp program capped at 128 registers beside the default in the same run (hopper_bench --variant): 2
+#        programs of 8 warps per SM = 16 warps against 12 (sm_90 compile: 659-661 loop instructions a trip = 5.16 a
+#        element against 4.18, 5 local loads a trip, no stores; 73.7 KB shared at 4 stages, 66.6 KB at 3). Keep it
+#        only if the dense rows move past the 2-3% spread.
 . scripts/device_pkg.sh
 atom_pkg /tmp/atom_new || exit 2
 export PYTHONSAFEPATH=1
@@ -20,6 +24,11 @@ if [ "$1" = ncu ]; then
     > $R/ncu.log 2>&1
   echo "ncu rc $?"; ncu -i $R/prof.ncu-rep --page details > $R/ncu_details.txt 2>&1; grep -i "issue\|eligible\|stall" \
     $R/ncu_details.txt | head -n 20
+  for n in 1 2; do
+    PYTHONPATH=/tmp/atom_new timeout 120 python3 -P evals/bench/hopper_bench.py --quick --out $R/variant_$n \
+      --variant warps=8,maxnreg=128 --variant warps=8,maxnreg=128,stages=3 > $R/variant_$n.log 2>&1
+    echo "variant $n rc $?"; grep "^| [0-9]" $R/variant_$n/hopper_bench.md | cut -d'|' -f2,3,9,16,18
+  done
   cd $OUT && tar czf results.tgz r && rm -rf r
   exit 0
 fi
