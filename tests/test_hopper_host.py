@@ -305,7 +305,8 @@ def test_index_launchers_refuse_index_tensors_that_are_not_int32_even_unchecked(
 
 
 def test_index_scorer_early_returns_without_a_launch():
-    """No rows: an empty result; a zero-width block table: every id -1 (as the Triton scorer), on the CPU (no launch)."""
+    """No rows: an empty result; a zero-width block table: every id -1 (as the Triton scorer), on the CPU (no
+    launch)."""
     from atom_mxfp4.index_k import FP8_RECORD_BYTES
     cache = torch.zeros(4, 1, FP8_RECORD_BYTES, dtype=torch.uint8)
     none = torch.zeros(0, dtype=torch.int32)
