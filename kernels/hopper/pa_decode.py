@@ -564,7 +564,8 @@ def _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads,
     """How many of the row's first splits hold pages (the rest stored lse -inf, weight 0): TABLES / DENSE from the
     row's context (one load), SPARSE all of them (its context would need the ids' reduction). At most num_splits: a
     context past the table (unchecked input, check=False) must not send the merge into the next row's slots or past
-    the workspace."""
+    the workspace. ``_in_table`` already keeps it there (pages <= width and splits = ceil(width / pages_per_split):
+    ``atom_mxfp4.plan.split_pages``); the minimum is the first guard of d4d0248, kept as a second one."""
     if SOURCE == SPARSE:
         used = num_splits
     else:
