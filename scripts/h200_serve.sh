@@ -13,7 +13,8 @@
 #        caches (same weights, eager), greedy tokens, logprobs and last hidden states compared against bf16 (SGLang's
 #        own MiniMax sparse backend).
 #        With T_GPU_TESTS=seconds, then tests/gpu and tests/test_triton_ops.py on the GPU (the kernels just served);
-#        SERVE_AGREEMENT=0 leaves out (2); SERVE_TOPK=N serves the model with N top-k blocks (default 2).
+#        SERVE_AGREEMENT=0 leaves out (2), SERVE_DEFAULT=0 leaves out (1) (an agreement-only call: ~6 min);
+#        SERVE_TOPK=N serves the model with N top-k blocks (default 2).
 # tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
 # eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
 #        bf16 server, McNemar on the per-question outcomes).
@@ -69,9 +70,11 @@ CHECK="python3 -m atom_mxfp4.evals.serve_check run --out $RES --start-timeout 42
 STATUS=0
 
 if [ "$MODE" = serve ]; then
-  # (1) defaults: radix cache, chunked prefill (8192 here), prefill + decode CUDA graphs
-  timeout 250 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
-    -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
+  # (1) defaults: radix cache, chunked prefill (8192 here), prefill + decode CUDA graphs (SERVE_DEFAULT=0 leaves it out)
+  if [ "${SERVE_DEFAULT:-1}" = 1 ]; then
+    timeout 250 $CHECK --label mxfp4 --burst 64 --max-prompt 6000 \
+      -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
+  fi
   if [ "${SERVE_AGREEMENT:-1}" = 1 ]; then  # SERVE_AGREEMENT=0: the default server's scenarios only (~2 min)
     # (2) agreement, eager (graph capture of the baseline takes ~40 s per batch size): mxfp4 / fp8 / bf16 KV caches on
     # the same weights, three servers at once (small pools: --max-total-tokens bounds each whatever the others hold)
@@ -98,8 +101,10 @@ if [ "$MODE" = serve ]; then
         --output "$RES/agreement-$kv-vs-bf16.md" || STATUS=1
     done
     # the default server (prefill + decode CUDA graphs) against the eager one: the same kernels, so the same numbers
-    python3 -m atom_mxfp4.evals.serve_check compare "$RES/mxfp4.json" "$RES/agree-mxfp4.json" \
-      --output "$RES/graphs-vs-eager-mxfp4.md" || STATUS=1
+    if [ "${SERVE_DEFAULT:-1}" = 1 ]; then
+      python3 -m atom_mxfp4.evals.serve_check compare "$RES/mxfp4.json" "$RES/agree-mxfp4.json" \
+        --output "$RES/graphs-vs-eager-mxfp4.md" || STATUS=1
+    fi
   fi
   # the GPU tests in the same call (the kernels the servers just ran): tests/gpu + the op tests compiled for the GPU
   if [ "${T_GPU_TESTS:-0}" -gt 0 ]; then
