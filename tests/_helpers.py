@@ -321,6 +321,23 @@ def records_of(cache) -> torch.Tensor:
     return cache.records if hasattr(cache, "records") else cache
 
 
+def to_device(t: torch.Tensor, device) -> torch.Tensor:
+    """``t`` on ``device`` with its strides kept (``t`` itself when already there). A plain ``t.to(device)`` of a
+    strided (non-dense) tensor is contiguous on the other device, so a contract test of strided inputs would test
+    nothing on the GPU (the 2026-12-04 H200 runs: 4, then 17 refusal tests "DID NOT RAISE"). Stride-0 dimensions stay
+    expanded views of one element."""
+    device = torch.device(device)
+    if t.device.type == device.type and device.index in (None, t.device.index):
+        return t
+    expanded = [d for d, (n, s) in enumerate(zip(t.shape, t.stride())) if s == 0 and n > 1]
+    if expanded:
+        base = t
+        for d in expanded:
+            base = base.narrow(d, 0, 1)
+        return to_device(base, device).expand(t.shape)
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device).copy_(t)
+
+
 def err_names(excinfo, *names: str) -> str:
     """The exception message; asserts it names every one of ``names`` and reads '... got ...'."""
     msg = str(excinfo.value)

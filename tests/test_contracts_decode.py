@@ -36,10 +36,25 @@ def run_decode(variant, q, k, v, tables, lens, query_scale=None, check=True):
         plan = make_plan(q.shape[0], tables.shape[1], q.shape[1], DEVICE, num_splits=splits)
     out = torch.full(q.shape, 7.0, dtype=torch.bfloat16, device=DEVICE)  # poisoned
     if isinstance(query_scale, torch.Tensor):
-        query_scale = query_scale.to(DEVICE)
-    ops.pa_decode(out, q.to(DEVICE), k.to(DEVICE), v.to(DEVICE), tables.to(DEVICE), lens.to(DEVICE),
+        query_scale = H.to_device(query_scale, DEVICE)
+    q, k, v, tables, lens = (H.to_device(t, DEVICE) for t in (q, k, v, tables, lens))
+    ops.pa_decode(out, q, k, v, tables, lens,
                   softmax_scale=SCALE, query_scale=query_scale, plan=plan, backend=backend, check=check)
     return out.float().cpu()
+
+
+def test_the_device_copy_keeps_strides():
+    """The contract tests move their inputs with H.to_device: a strided input must stay strided on the GPU (a plain
+    .to() copies a non-dense tensor contiguously there, and the refusal tests then pass nothing: checked here on the
+    meta device, where .to() does the same)."""
+    for t in (torch.ones(2, 2, 256)[:, :, ::2], torch.ones(4, 300)[:, 10:110], torch.ones(6)[::2]):
+        assert t.to("meta").is_contiguous()  # the trap
+        moved = H.to_device(t, "meta")
+        assert moved.device.type == "meta" and moved.shape == t.shape and moved.stride() == t.stride()
+    expanded = H.to_device(torch.ones(3, 1).expand(3, 4), "meta")
+    assert expanded.shape == (3, 4) and expanded.stride() == (1, 0)
+    here = torch.ones(6)[::2]
+    assert H.to_device(here, "cpu") is here
 
 
 def three_page_rows(gen, rows=3):

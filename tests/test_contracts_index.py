@@ -30,7 +30,7 @@ def topk_of(backend, idx_q, keys, row_position, topk, init_blocks=0, local_block
     block_table = torch.arange(keys.shape[0], dtype=I32)[None]
     rows = idx_q.shape[0]
     args = (idx_q, records, block_table, torch.zeros(rows, dtype=I32), torch.as_tensor(row_position, dtype=I32))
-    return ops.index_topk(*(a.to(DEVICE) for a in args), topk=topk, init_blocks=init_blocks,
+    return ops.index_topk(*(H.to_device(a, DEVICE) for a in args), topk=topk, init_blocks=init_blocks,
                           local_blocks=local_blocks, backend=backend, check=check).cpu()
 
 
@@ -118,8 +118,9 @@ def test_the_largest_topk_runs_and_pads(backend):
 def tables_call(backend, topk_blocks, row_position, pages_per_block=1, check=True):
     block_table = torch.arange(8, dtype=I32)[None]
     rows = topk_blocks.shape[1]
-    return ops.build_sparse_tables(topk_blocks.to(DEVICE), block_table.to(DEVICE), torch.zeros(rows, dtype=I32,
-                                   device=DEVICE), torch.as_tensor(row_position, dtype=I32).to(DEVICE),
+    return ops.build_sparse_tables(H.to_device(topk_blocks, DEVICE), H.to_device(block_table, DEVICE),
+                                   torch.zeros(rows, dtype=I32, device=DEVICE),
+                                   H.to_device(torch.as_tensor(row_position, dtype=I32), DEVICE),
                                    num_kv_heads=topk_blocks.shape[0], pages_per_block=pages_per_block,
                                    backend=backend, check=check)
 
@@ -174,7 +175,7 @@ def test_index_topk_output_always_passes_build_sparse_tables(backend, topk, init
     row_request = torch.tensor([r for r in range(requests) for _ in positions], dtype=I32)
     row_position = torch.tensor(positions * requests, dtype=I32)
     idx_q = torch.randn(row_request.numel(), 2, 128, generator=gen).bfloat16()
-    args = [a.to(DEVICE) for a in (idx_q, records, block_table, row_request, row_position)]
+    args = [H.to_device(a, DEVICE) for a in (idx_q, records, block_table, row_request, row_position)]
     ids = ops.index_topk(*args, topk=topk, init_blocks=init_blocks, local_blocks=local_blocks, backend=backend)
     tables, lens = ops.build_sparse_tables(ids, *args[2:], num_kv_heads=2, backend=backend)
     want_tables, want_lens = H.reference_tables(ids.cpu(), block_table, row_request, row_position, 2)

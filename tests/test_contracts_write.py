@@ -38,7 +38,7 @@ def write_inputs(seed, tokens=5):
 def run_write(backend, inputs, check=True, **kwargs):
     """(q, idx_q, k, v, index_k) on the CPU after one write into fresh caches."""
     caches = [torch.zeros(PAGES, h, H.RECORD, dtype=torch.uint8, device=DEVICE) for h in (NKV, NKV, 1)]
-    x = {name: t.to(DEVICE) if t.device != DEVICE else t for name, t in inputs.items()}
+    x = {name: H.to_device(t, DEVICE) for name, t in inputs.items()}
     q, idx_q = ops.fused_qknorm_rope_write(
         x["qkv"], x["positions"], *(x[name] for name in WEIGHTS), x["cos_sin_cache"], x["slot_mapping"], *caches,
         num_q_heads=NQ, num_kv_heads=NKV, num_index_heads=NIQ, backend=backend, check=check, **kwargs)

@@ -24,7 +24,7 @@ from atom_mxfp4.kernels.triton.qknorm_rope_write import WriteConfig, write_confi
 from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES as RECORD, qkv_rows, qkv_width  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _helpers import ATTN_REL_TOL, attention_rows, garbage_records, random_codes  # noqa: E402
+from _helpers import ATTN_REL_TOL, attention_rows, garbage_records, random_codes, to_device  # noqa: E402
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -51,8 +51,8 @@ def _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages):
 
 def _run_write(backend, inputs, nq, nkv, niq, rotary_dim, pages, mode, q_dtype, poison, ik_poison=None, **kw):
     """kw: index_k_dtype, and config for the Triton launcher; ik_poison: index-K records of another width (fp8)."""
-    qkv, positions, weights, cos_sin, slots = (x.to(DEVICE) if torch.is_tensor(x) else x for x in inputs)
-    weights = [w.to(DEVICE) for w in weights]
+    qkv, positions, weights, cos_sin, slots = (to_device(x, DEVICE) if torch.is_tensor(x) else x for x in inputs)
+    weights = [to_device(w, DEVICE) for w in weights]
     k = poison.clone().to(DEVICE)[:, :nkv].contiguous()
     v = (poison.clone().to(DEVICE)[:, :nkv] ^ 0x5A).contiguous()
     ik = (poison[:, :1] if ik_poison is None else ik_poison).clone().to(DEVICE).contiguous() if niq else None
