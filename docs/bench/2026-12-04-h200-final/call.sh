@@ -6,8 +6,9 @@
 #   bash docs/bench/2026-12-04-h200-final/call.sh agree   carry [".whl/serve"]
 #       the agreement servers alone (SERVE_DEFAULT=0): mxfp4 (both index-K dtypes), fp8_e4m3 and bf16 KV on the same
 #       weights; the baselines compile SGLang's Triton kernels at their first requests (~200 s)
-#   bash docs/bench/2026-12-04-h200-final/call.sh tests   every GPU test of the final HEAD in one call (tests/gpu, the
-#       contract tests and the op tests on the GPU) and compute-sanitizer memcheck
+#   bash docs/bench/2026-12-04-h200-final/call.sh tests   the contract, op, Triton, layer and Hopper-index tests on the
+#       GPU (420 s: call 5 ran them with 170 s, after test_hopper_gpu.py's 98 passed, and was cut at 144 tests; the
+#       Hopper tests are left out since) and compute-sanitizer memcheck
 . scripts/device_pkg.sh
 atom_pkg /tmp/atom_new || exit 2
 export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
@@ -24,14 +25,11 @@ elif [ "$1" = agree ]; then
   echo "serve rc $?"; grep "serve_check\]\|agreement\|STATUS\|rc" $R/serve_stdout.txt | cut -c1-220 | tail -n 20
   ls $R/serve* 2>/dev/null
 elif [ "$1" = tests ]; then
-  PYTHONPATH=/tmp/atom_new timeout 170 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_triton_gpu.py \
+  PYTHONPATH=/tmp/atom_new timeout 420 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_triton_gpu.py \
     tests/gpu/test_layer_gpu.py tests/gpu/test_hopper_index_gpu.py tests/test_contracts_decode.py \
     tests/test_contracts_index.py tests/test_contracts_write.py tests/test_triton_ops.py -p no:cacheprovider \
     > $R/gpu_tests_other.txt 2>&1
   echo "tests rc $?" >> $R/gpu_tests_other.txt; tail -n 2 $R/gpu_tests_other.txt
-  PYTHONPATH=/tmp/atom_new timeout 250 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_hopper_gpu.py \
-    -p no:cacheprovider > $R/gpu_tests_hopper.txt 2>&1
-  echo "tests rc $?" >> $R/gpu_tests_hopper.txt; tail -n 2 $R/gpu_tests_hopper.txt
   PYTHONPATH=/tmp/atom_new timeout 130 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -P \
     evals/bench/sanitize_cases.py > $R/memcheck.txt 2>&1
   echo "memcheck rc $?"; tail -n 2 $R/memcheck.txt
