@@ -1,0 +1,205 @@
+"""Every layout an op accepts gives the answer of its contiguous inputs, on every backend here.
+
+The lesson of issue 11 as one sweep: a kernel reads its tensors by pointer, so a layout it cannot read must be refused,
+never misread. For each op and each tensor argument (inputs, ``out`` and the caches it writes), the same values in
+other layouts: stride 2 along the last dimension, rows of a wider buffer (row stride > row length), and a contiguous
+view one element past an aligned base (storage offset 1). Each call must either raise ValueError / TypeError naming
+the argument, or give the contiguous call's results bit for bit (same backend, same values; every output tensor and
+every cache compared). A layout refused under ``check=True`` is run again under ``check=False``: it may raise (any
+refusal), or must give the same bits (the launchers check what they read by pointer even unchecked).
+
+Variants are built on the device the test runs on (a strided CPU tensor moved with ``.to()`` would land contiguous,
+and a storage offset would be lost), so on the H200 the Hopper backend is swept too (``H.backends_here``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import pytest  # noqa: E402
+
+from atom_mxfp4 import ops  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _helpers as H  # noqa: E402
+from test_contracts_write import NIQ, NKV, NQ, PAGES, WEIGHTS, write_inputs  # noqa: E402
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+BACKENDS = H.backends_here(DEVICE)
+SCALE = 128 ** -0.5
+REFUSALS = (ValueError, TypeError)
+
+
+# ---- the layouts ---------------------------------------------------------------------------------------------------
+def strided(t):
+    """Stride 2 along the last dimension."""
+    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
+    wide[..., ::2] = t
+    return wide[..., ::2]
+
+
+def padded_rows(t):
+    """Rows of a buffer 16 elements wider: row stride > row length, each row contiguous."""
+    wide = torch.zeros(*t.shape[:-1], t.shape[-1] + 16, dtype=t.dtype, device=t.device)
+    wide[..., :t.shape[-1]] = t
+    return wide[..., :t.shape[-1]]
+
+
+def offset(t):
+    """Contiguous, one element past the start of its storage (an unaligned base address for any element size)."""
+    flat = torch.zeros(t.numel() + 1, dtype=t.dtype, device=t.device)
+    flat[1:] = t.reshape(-1)
+    return flat[1:].view(t.shape)
+
+
+LAYOUTS = {"strided": strided, "padded rows": padded_rows, "offset": offset}
+
+
+def layouts_of(t):
+    names = ["strided", "offset"] + (["padded rows"] if t.dim() >= 2 else [])
+    return [name for name in names if t.numel() > 0]
+
+
+def bits(t):
+    """The tensor's bits (NaN payloads, -0 and Inf compared exactly)."""
+    t = t.detach().contiguous().cpu()
+    if t.is_floating_point():
+        return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t
+
+
+# ---- the ops: each case builds fresh contiguous arguments on DEVICE and a call returning every result -------------
+def _decode_case(seed, topk=None, ppb=1):
+    """Requests of 300, 1 and 129 tokens, 2 KV heads, GQA group 3; garbage in every unowned page (H.attend_case)."""
+    return H.attend_case(torch.Generator().manual_seed(seed), [300, 1, 129], nkv=2, group=3, topk=topk, ppb=ppb)
+
+
+def decode_args(seed):
+    case = _decode_case(seed)
+    tables, lens = ops.dense_tables(case["block_table"], case["row_request"], case["row_position"], num_kv_heads=2)
+    query_scale = torch.rand(tables.shape[0], generator=torch.Generator().manual_seed(seed)) + 0.5
+    return dict(out=torch.full_like(case["q"], float("nan")), q=case["q"], k_cache=case["k"], v_cache=case["v"],
+                tables=tables, context_lens=lens, query_scale=query_scale)
+
+
+def decode_call(a, backend, check):
+    out = ops.pa_decode(a["out"], a["q"], a["k_cache"], a["v_cache"], a["tables"], a["context_lens"],
+                        softmax_scale=SCALE, query_scale=a["query_scale"], backend=backend, check=check)
+    return [out, a["out"]]
+
+
+def attend_args(seed, topk=None, ppb=1):
+    case = _decode_case(seed, topk, ppb)
+    args = dict(out=torch.full_like(case["q"], float("nan")), q=case["q"], k_cache=case["k"], v_cache=case["v"],
+                block_table=case["block_table"], row_request=case["row_request"], row_position=case["row_position"])
+    if topk is not None:
+        args["topk_blocks"] = case["topk_blocks"]
+    return args
+
+
+def attend_call(a, backend, check, ppb=1):
+    out = ops.attend(a["out"], a["q"], a["k_cache"], a["v_cache"], a["block_table"], a["row_request"],
+                     a["row_position"], num_kv_heads=2, topk_blocks=a.get("topk_blocks"), pages_per_block=ppb,
+                     softmax_scale=SCALE, backend=backend, check=check)
+    return [out, a["out"]]
+
+
+def index_args(seed, index_k_dtype):
+    idx_q, records, block_table, row_request, row_position = H.index_case(
+        torch.Generator().manual_seed(seed), rows=5, max_blocks=3, requests=2, index_k_dtype=index_k_dtype, heads=2)
+    return dict(idx_q=idx_q, index_k_cache=records, block_table=block_table, row_request=row_request,
+                row_position=row_position)
+
+
+def index_call(a, backend, check, index_k_dtype):
+    return [ops.index_topk(a["idx_q"], a["index_k_cache"], a["block_table"], a["row_request"], a["row_position"],
+                           topk=2, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype, backend=backend,
+                           check=check)]
+
+
+def tables_args(seed):
+    case = _decode_case(seed, topk=2, ppb=2)
+    return dict(topk_blocks=case["topk_blocks"], block_table=case["block_table"], row_request=case["row_request"],
+                row_position=case["row_position"])
+
+
+def tables_call(a, backend, check):
+    return list(ops.build_sparse_tables(a["topk_blocks"], a["block_table"], a["row_request"], a["row_position"],
+                                        num_kv_heads=2, pages_per_block=2, backend=backend, check=check))
+
+
+def write_args(seed):
+    inputs = write_inputs(seed)
+    caches = {name: torch.zeros(PAGES, heads, H.RECORD, dtype=torch.uint8)
+              for name, heads in (("k_cache", NKV), ("v_cache", NKV), ("index_k_cache", 1))}
+    return inputs | caches
+
+
+def write_call(a, backend, check):
+    q, idx_q = ops.fused_qknorm_rope_write(
+        a["qkv"], a["positions"], *(a[name] for name in WEIGHTS), a["cos_sin_cache"], a["slot_mapping"],
+        a["k_cache"], a["v_cache"], a["index_k_cache"], num_q_heads=NQ, num_kv_heads=NKV, num_index_heads=NIQ,
+        index_k_dtype="mxfp4", backend=backend, check=check)
+    return [q, idx_q, a["k_cache"], a["v_cache"], a["index_k_cache"]]
+
+
+OPS = {  # name: (arguments of a seed, call(arguments, backend, check) -> results)
+    "pa_decode": (decode_args, decode_call),
+    "attend dense": (attend_args, attend_call),
+    "attend sparse": (lambda s: attend_args(s, topk=2, ppb=2), lambda a, b, c: attend_call(a, b, c, ppb=2)),
+    "index_topk mxfp4": (lambda s: index_args(s, "mxfp4"), lambda a, b, c: index_call(a, b, c, "mxfp4")),
+    "index_topk fp8": (lambda s: index_args(s, "fp8"), lambda a, b, c: index_call(a, b, c, "fp8")),
+    "build_sparse_tables": (tables_args, tables_call),
+    "fused_qknorm_rope_write": (write_args, write_call),
+}
+
+
+def on_device(args):
+    return {name: t.to(DEVICE) for name, t in args.items()}
+
+
+def cases():
+    for op, (make, _) in OPS.items():
+        for name, t in make(0).items():
+            for layout in layouts_of(t):
+                yield op, name, layout
+
+
+_WANT: dict = {}
+
+
+def _contiguous_results(op, backend):
+    """The results of the op's contiguous arguments (once per op and backend: the interpreter is slow)."""
+    if (op, backend) not in _WANT:
+        make, call = OPS[op]
+        _WANT[op, backend] = [bits(t) for t in call(on_device(make(0)), backend, True)]
+    return _WANT[op, backend]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op, name, layout", list(cases()))
+def test_a_layout_is_refused_or_read_right(op, name, layout, backend):
+    make, call = OPS[op]
+    want = _contiguous_results(op, backend)
+    args = on_device(make(0))
+    args[name] = LAYOUTS[layout](args[name])
+    assert torch.equal(bits(args[name]), bits(make(0)[name]))  # the same values, another layout
+    try:
+        got = call(args, backend, True)
+    except REFUSALS as error:
+        assert name in str(error), f"{op} refused {layout} {name} without naming it: {error}"
+        args = on_device(make(0))
+        args[name] = LAYOUTS[layout](args[name])
+        try:
+            got = call(args, backend, False)
+        except (*REFUSALS, RuntimeError):
+            return  # unchecked, still refused: never misread
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert torch.equal(bits(g), w), f"{op} on {backend}: {layout} {name} accepted but result {i} differs"
