@@ -63,6 +63,14 @@ def expect_contiguous(tensor, name: str) -> None:
     expect(tensor.is_contiguous(), name, "contiguous", f"strides {tuple(tensor.stride())}")
 
 
+def expect_aligned(tensor, name: str, alignment: int, why: str) -> None:
+    """The tensor's first element at an address that is a multiple of ``alignment`` bytes (a kernel reading it in
+    ``alignment``-byte vectors or copies; ``why`` says which)."""
+    address = tensor.data_ptr()
+    expect(address % alignment == 0, f"{name} address", f"{alignment}-byte aligned ({why})",
+           f"{address:#x} (storage offset {tensor.storage_offset()})")
+
+
 def is_number(value) -> bool:
     """A real Python number (int or float), not a bool."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
 import pytest
 import torch
@@ -26,6 +27,41 @@ def test_pa_decode_refuses_a_non_gfx950_device_naming_it():
         F.pa_decode(case.out, case.q, case.k_cache, case.v_cache, case.tables, case.context_lens,
                     softmax_scale=case.softmax_scale, query_scale=None, plan=None)
     assert torch.isnan(case.out.float()).all()  # nothing written
+
+
+def _shifted(t, elements):
+    """The same values, contiguous, ``elements`` elements past an aligned base."""
+    flat = torch.zeros(t.numel() + elements, dtype=t.dtype)
+    flat[elements:] = t.reshape(-1)
+    return flat[elements:].view(t.shape)
+
+
+@pytest.mark.parametrize("name, elements", [("q", 1), ("q", 4), ("out", 2), ("k_cache", 1), ("k_cache", 8),
+                                            ("v_cache", 4), ("q", "strided"), ("tables", "strided")])
+def test_the_launcher_refuses_layouts_the_kernel_cannot_read_before_any_launch(monkeypatch, name, elements):
+    """The kernel reads q, out and the records as 16-byte vectors whose alignment it declares, and every tensor by
+    its data_ptr with unit strides: an unaligned or strided tensor is refused by name (under check=False too: this is
+    the launcher), never read (the device check is lifted here so that the CPU reaches the layout checks)."""
+    pytest.importorskip("flydsl")
+    P = importlib.import_module("atom_mxfp4.kernels.flydsl.pa_decode")  # the module (the package exports the function)
+
+    monkeypatch.setattr(P, "require_gfx950", lambda device: None)
+    monkeypatch.setattr(P, "launch_split", lambda *a: pytest.fail("launched past a refused layout"))
+    case = C.make_case("cpu", group=4, context_lens=[5, 300])
+    args = dict(out=case.out, q=case.q, k_cache=case.k_cache, v_cache=case.v_cache, tables=case.tables,
+                context_lens=case.context_lens)
+    if elements == "strided":
+        wide = torch.zeros(*args[name].shape[:-1], 2 * args[name].shape[-1], dtype=args[name].dtype)
+        wide[..., ::2] = args[name]
+        args[name] = wide[..., ::2]
+        expected = "contiguous"
+    else:
+        args[name] = _shifted(args[name], elements)
+        expected = "16-byte aligned"
+    with pytest.raises(ValueError) as excinfo:
+        P.pa_decode(**args, softmax_scale=case.softmax_scale, query_scale=None, plan=None)
+    message = str(excinfo.value)
+    assert name in message and expected in message and "got" in message, message
 
 
 @pytest.mark.parametrize("rows,width,group", [(1, 16, 16), (4, 3, 8), (600, 16, 1)])

@@ -278,6 +278,24 @@ def test_index_scorer_checks_its_chunk_size_before_any_launch():
     _message(excinfo, "index_k_cache", "16896")
 
 
+def test_index_scorer_refuses_a_cache_off_16_byte_alignment_even_unchecked():
+    """The scorer copies records with 16-byte cp.async from the cache's int32 view: a cache view at another offset
+    (possible under ops' check=False, and accepted by the Triton scorer, which reads bytes) is refused by name before
+    any launch (a 1-byte offset used to fail in torch's int32 view without naming it, a 4-byte one to reach the
+    copies), as the Hopper pa_decode refuses its caches (tests/test_layout_sweep.py runs every layout on the GPU)."""
+    from atom_mxfp4.index_k import FP8_RECORD_BYTES
+    q = torch.zeros(2, 1, 128, dtype=torch.bfloat16)
+    table = torch.arange(4, dtype=torch.int32).view(1, 4)
+    rows = torch.zeros(2, dtype=torch.int32)
+    flat = torch.zeros(4 * FP8_RECORD_BYTES + 16, dtype=torch.uint8)
+    for shift in (1, 4, 8):
+        cache = flat[shift:shift + 4 * FP8_RECORD_BYTES].view(4, 1, FP8_RECORD_BYTES)
+        assert cache.is_contiguous()
+        with pytest.raises(ValueError) as excinfo:
+            hopper.index_topk(q, cache, table, rows, rows, topk=2, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
+        _message(excinfo, "index_k_cache", "16-byte aligned", f"storage offset {shift}")
+
+
 def test_index_scorer_stage_policy():
     from atom_mxfp4.kernels.hopper.index_topk import stages_for
     assert stages_for(4, 256) == 2 and stages_for(64, 64) == 2 and stages_for(1, 1024) == 2  # measured faster at 2

@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous
 from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, plan_device
 
 from . import NAME
@@ -124,6 +124,9 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
             (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
         expect_contiguous(tensor, name)  # read by data_ptr with unit strides, even under check=False
+    for name, tensor in (("q", q), ("out", out), ("k_cache", k_cache), ("v_cache", v_cache)):
+        # the kernel declares 16-byte alignment for its vector loads / stores of these (pa_decode_kernel: _ir.load)
+        expect_aligned(tensor, name, 16, "read / written as 16-byte vectors")
     plan, num_splits, partition_tokens = launch_split(plan, rows, width, group, device)
     if rows == 0:
         return out

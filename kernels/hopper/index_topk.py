@@ -37,7 +37,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, expect_aligned
 from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 
@@ -293,6 +293,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
                                        index_k_dtype=index_k_dtype)
     index_dtype = triton_index.check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk,
                                                 index_k_dtype)
+    expect_aligned(index_k_cache, "index_k_cache", 16, "the scorer copies records with 16-byte cp.async")
     out, keys = triton_index.allocate_outputs(idx_q, block_table, topk)
     if keys is None:
         return out
