@@ -1,0 +1,30 @@
+#!/bin/bash
+# Prepared 2026-12-04 (a session without a device: none was lent); not run yet. From the repo root on the device:
+#   bash docs/bench/2026-12-04-h200-next/call.sh tests   (~8 min, no carry)
+#       the group the final session's call 5 could not finish (Triton / layer / Hopper-index GPU tests, the decode,
+#       index and write contract tests with their strided inputs moved by H.to_device, the op tests; 420 s), then
+#       compute-sanitizer memcheck (130 s)
+#   bash docs/bench/2026-12-04-h200-next/call.sh sweep   (~5 min?, no carry)
+#       tests/test_layout_sweep.py on the GPU: every op x tensor argument x layout (strided, padded rows, storage
+#       offset 1) on the torch, Triton and Hopper backends (each alignment of an offset input is a new compile)
+. scripts/device_pkg.sh
+atom_pkg /tmp/atom_new || exit 2
+export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
+R=$OUT/r; mkdir -p $R; date -u > $R/date.txt; bash scripts/sources_hash.sh > $R/sources.txt 2>&1
+if [ "$1" = tests ]; then
+  PYTHONPATH=/tmp/atom_new timeout 420 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_triton_gpu.py \
+    tests/gpu/test_layer_gpu.py tests/gpu/test_hopper_index_gpu.py tests/test_contracts_decode.py \
+    tests/test_contracts_index.py tests/test_contracts_write.py tests/test_triton_ops.py -p no:cacheprovider \
+    --durations=10 > $R/gpu_tests_other.txt 2>&1
+  echo "tests rc $?" >> $R/gpu_tests_other.txt; tail -n 2 $R/gpu_tests_other.txt
+  PYTHONPATH=/tmp/atom_new timeout 130 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -P \
+    evals/bench/sanitize_cases.py > $R/memcheck.txt 2>&1
+  echo "memcheck rc $?"; tail -n 2 $R/memcheck.txt
+elif [ "$1" = sweep ]; then
+  PYTHONPATH=/tmp/atom_new timeout 540 python3 -P -m pytest -q tests/test_layout_sweep.py -p no:cacheprovider \
+    -rf --durations=10 > $R/layout_sweep.txt 2>&1
+  echo "sweep rc $?" >> $R/layout_sweep.txt; tail -n 4 $R/layout_sweep.txt
+else
+  echo "usage: call.sh tests|sweep"; exit 2
+fi
+cd $OUT && tar czf results.tgz r && rm -rf r
