@@ -391,6 +391,61 @@ def test_config_refuses_a_cluster_setting_that_is_not_a_bool(cluster):
         P.HopperConfig(cluster=cluster)
 
 
+@pytest.mark.parametrize("tail_splits", [1, 17, -3, True, 3.0, "3", None])
+def test_config_refuses_a_tail_split_count_it_cannot_launch(tail_splits):
+    with pytest.raises(ValueError) as excinfo:
+        P.HopperConfig(tail_splits=tail_splits)
+    _message(excinfo, "HopperConfig.tail_splits", "[2, 16]", repr(tail_splits))
+
+
+TAIL = P.HopperConfig(tail_splits=3)
+WAVE = TAIL.programs_per_sm * P.H200_SMS  # 396 off the GPU (the H200's SM count)
+
+
+@pytest.mark.parametrize("rows,width,splits,source,want", [
+    (512, 64, 1, P.SOURCE_TABLES, (396, 3, 22)),  # 1.29 waves: the last 116 rows as 3 splits of <= 22 pages
+    (430, 9, 1, P.SOURCE_DENSE, (396, 3, 3)),
+    (1000, 2, 1, P.SOURCE_TABLES, (792, 2, 1)),  # a 2-page table splits 2 ways
+    (4096, 16, 1, P.SOURCE_TABLES, (3960, 3, 6)),
+    (396, 64, 1, P.SOURCE_TABLES, (396, 0, 0)),  # one full wave: no tail
+    (792, 64, 1, P.SOURCE_TABLES, (792, 0, 0)),  # two full waves
+    (300, 64, 1, P.SOURCE_TABLES, (300, 0, 0)),  # less than a wave
+    (512, 64, 2, P.SOURCE_TABLES, (512, 0, 0)),  # a launch the policy splits: no tail
+    (512, 16, 1, P.SOURCE_SPARSE, (512, 0, 0)),  # the sparse one launch (fuses only within one program per SM)
+    (512, 1, 1, P.SOURCE_TABLES, (512, 0, 0)),  # a one-page table cannot split
+])
+def test_the_split_tail_takes_the_rows_past_the_last_full_wave(rows, width, splits, source, want):
+    assert P.tail_for(TAIL, rows, width, splits, source, torch.device("cpu")) == want
+    assert P.tail_for(P.DEFAULT_CONFIG, rows, width, splits, source, torch.device("cpu")) == (rows, 0, 0)  # off
+
+
+@pytest.mark.parametrize("rows,width", [(397, 2), (512, 64), (1000, 33), (4096, 16), (800, 3)])
+def test_the_split_tail_fits_the_workspace_of_every_launch_the_plan_covers(rows, width):
+    """A plan made with the tail on holds every covered launch's tail partials ((rows' - tail_begin) x splits)."""
+    plan = hopper.make_plan(rows, width, 16, "cpu", config=TAIL)
+    slots = plan.part_out.shape[0]
+    assert plan.counters.shape == (rows * L.BLOCK_H,)
+    for r in sorted(set(range(WAVE - 2, rows + 1, 5)) | {rows}):
+        for w in sorted({1, 2, 3, width // 2, width} - {0}):
+            splits, _ = plan.splits_for(r, w)
+            begin, tail, _ = P.tail_for(TAIL, r, w, splits, P.SOURCE_TABLES, torch.device("cpu"))
+            assert (r - begin) * tail <= slots, (r, w, begin, tail, slots)
+
+
+def test_the_split_tail_refuses_a_plan_whose_workspace_cannot_hold_it():
+    """A default plan switched to the tail afterwards (``with_config``) may hold too few partial slots: refused by
+    name before any launch (its 1000 x 2 launch: 208 tail rows x 2 splits against 132 slots)."""
+    args = _args(rows=1000, width=2, group=16)
+    args["k_cache"] = args["k_cache"][:1]  # no page is read: the refusal comes first
+    args["v_cache"] = args["v_cache"][:1]
+    args["tables"] = torch.zeros_like(args["tables"])
+    plan = hopper.make_plan(1000, 2, 16, "cpu")
+    assert plan.part_out.shape[0] == 132
+    with pytest.raises(ValueError) as excinfo:
+        _call(args, plan=P.with_config(plan, TAIL))
+    _message(excinfo, "plan workspace", ">= 416", "132")
+
+
 def test_cluster_launch_passes_every_kernel_argument_in_the_kernels_order():
     """``_launch_clusters`` runs the compiled kernel with its arguments listed by the kernel's parameter names (as
     JITFunction.run does): the launcher's own compile signature (SIGNATURE) must name the same parameters in the
@@ -443,6 +498,31 @@ def test_a_cluster_the_device_cannot_hold_falls_back_to_the_l2_merge(monkeypatch
     for name, tensor in (("part_out_ptr", plan.part_out), ("part_lse_ptr", plan.part_lse),
                          ("counters_ptr", plan.counters)):
         assert launched[names.index(name)] is tensor, name
+
+
+@pytest.mark.parametrize("rows,width,begin,tail,pages", [(512, 8, 396, 3, 3), (1000, 2, 792, 2, 1)])
+def test_the_split_tail_launch(monkeypatch, rows, width, begin, tail, pages):
+    """``_launch`` with the tail on: one grid dimension of begin + (rows - begin) x tail programs, SPLIT with the
+    TAIL constexpr, no cluster, the tail's split count and pages a split as num_splits / pages_per_split, tail_begin
+    last, the plan's workspace; the default config launches the same call direct, (rows, 1) with TAIL 0 and
+    tail_begin 0 (whatever the rows: an int argument of 1 or a multiple of 16 would be another JIT specialisation)."""
+    fake = _FakeKernel()
+    monkeypatch.setattr(P, "_pa_decode_kernel", fake)
+    args = _args(rows=rows, width=width)
+    names = list(P.SIGNATURE)
+    for config in (TAIL, P.DEFAULT_CONFIG):
+        plan = hopper.make_plan(rows, width, 16, "cpu", config=config)
+        _call(args, plan)
+        grid, launched, kwargs = fake.launches.pop()
+        value = dict(zip(names, launched))
+        if config is TAIL:
+            assert grid == (begin + (rows - begin) * tail, 1)
+            assert (kwargs["TAIL"], kwargs["SPLIT"], kwargs["CLUSTER"], kwargs["num_warps"]) == (tail, True, 1, 4)
+            assert (value["num_splits"], value["pages_per_split"], value["tail_begin"]) == (tail, pages, begin)
+            assert value["part_out_ptr"] is plan.part_out and value["counters_ptr"] is plan.counters
+        else:
+            assert grid == (rows, 1) and (kwargs["TAIL"], kwargs["SPLIT"]) == (0, False)
+            assert (value["num_splits"], value["tail_begin"]) == (1, 0)
 
 
 def test_cluster_occupancy_is_asked_once_and_a_failed_query_means_no_cluster(monkeypatch):

@@ -98,9 +98,10 @@ def bench_shape(rows: int, context: int, reps: int, log, stages=(), warps=(), va
     for count in warps:  # a forced program warp count (HopperConfig.warps; the policy picks per launch)
         kernels[f"hopper_w{count}"] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
             hopper_pa.DEFAULT_CONFIG, warps=count)))
-    for overrides in variants:  # any HopperConfig (--variant), on the default plan's split
-        kernels[variant_name(overrides)] = (hopper, hopper_pa.with_config(kernels["hopper"][1], replace(
-            hopper_pa.DEFAULT_CONFIG, **overrides)))
+    for overrides in variants:  # any HopperConfig (--variant), on a plan made with it: its split policy and its
+        # workspace (the split tail's partials); warps / stages / maxnreg variants split as the default does
+        kernels[variant_name(overrides)] = (hopper, hopper.make_plan(
+            rows, width, GROUP, DEV, config=replace(hopper_pa.DEFAULT_CONFIG, **overrides)))
     outs = {name: torch.empty(rows, GROUP, 128, dtype=torch.bfloat16, device=DEV) for name in kernels}
 
     def call(name, s):
@@ -411,7 +412,10 @@ def main() -> None:
                              "4, 8); with --split-sweep, every split count at each")
     parser.add_argument("--variant", type=_variant_arg, action="append", default=[], metavar="FIELD=VALUE,...",
                         help="also time the Hopper kernel under these HopperConfig overrides (repeatable), e.g. "
-                             "warps=8,maxnreg=128 (the default plan's split)")
+                             "warps=8,maxnreg=128, tail_splits=3 (a plan made with it: its split and workspace)")
+    parser.add_argument("--shapes", metavar="RxC,...",
+                        help="the table over these (rows x context tokens) instead of issue 14's rows, e.g. "
+                             "512x2048 (the sparse decode's 16 pages at batch 512),450x8192")
     parser.add_argument("--stages", type=int, nargs="*", default=[],
                         help="also time the Hopper kernel with these ring depths (HopperConfig.stages)")
     args = parser.parse_args()
@@ -438,7 +442,8 @@ def main() -> None:
                    reps=reps, stages=args.stages, warps=args.warps, variants=args.variant, shapes=[])
     results["copy_start"] = copy_bandwidth_tbs()
     print(f"copy bandwidth {results['copy_start']}", flush=True)
-    for rows, context in SHAPES:
+    shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes.split(",")] if args.shapes else SHAPES
+    for rows, context in shapes:
         results["shapes"].append(bench_shape(rows, context, reps, lambda m: print(m, flush=True), args.stages,
                                              args.warps, args.variant))
     results["copy_end"] = copy_bandwidth_tbs()

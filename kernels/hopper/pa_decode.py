@@ -27,8 +27,10 @@ the page table entry of the next copy is loaded one loop trip ahead. Split-KV (g
 partial (out, lse) in the plan's workspace, and the row's last split to finish (an acq_rel arrival counter per row,
 reset by that program) merges them in the same launch; or, where the launch fills at most half the SMs, the row's
 splits run as 1-4 thread-block clusters that merge through distributed shared memory (``_cluster``, ``cluster_for``);
-direct (one program per row, bf16 out) otherwise. The split count depends only on (rows, table width), so a plan made
-once is valid for every replay of a CUDA graph.
+direct (one program per row, bf16 out) otherwise; with ``HopperConfig.tail_splits`` (off by default, not yet measured)
+a direct launch's rows past its last full wave run as that many splits each (``tail_for``, docs/hopper.md "The split
+tail"). The split count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA
+graph.
 Not checked at run time: page ids in range (``atom_mxfp4.ops`` checks with check=True). A length (TABLES) or position
 (DENSE) past the table passes under check=False: the kernel reads it as the whole table and a negative length as 0
 (``_in_table``), so that no entry past the row and no partial slot past the row's is read.
@@ -534,11 +536,12 @@ def _combine_warps(m_i, l_i, acc):
 
 
 @gluon.jit
-def _coords(num_splits, CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
+def _coords(num_splits, tail_begin, CLUSTER: gl.constexpr, TAIL: gl.constexpr, AGAIN: gl.constexpr = False):
     """(row, split) of this program: the grid is (rows, splits), or with CLUSTER > 1 (the split merge over a
     cluster) rows x num_splits programs along x, the row's splits consecutive: one cluster of CLUSTER CTAs (or
-    num_splits / CLUSTER of them, grouped) per row. AGAIN: the program id read through an opaque register move
-    (``_program_pages``)."""
+    num_splits / CLUSTER of them, grouped) per row; or with TAIL > 0 (the split tail, ``tail_for``) one program
+    along x for each row below ``tail_begin``, then TAIL consecutive ones (the row's splits) for each row from it.
+    AGAIN: the program id read through an opaque register move (``_program_pages``)."""
     pid = gl.program_id(0)
     if AGAIN:
         pid = gl.inline_asm_elementwise("mov.u32 $0, %ctaid.x;", "=r,r", [pid], dtype=gl.int32, is_pure=False,
@@ -546,6 +549,10 @@ def _coords(num_splits, CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
     if CLUSTER > 1:
         row = pid // num_splits
         split = pid - row * num_splits
+    elif TAIL > 0:
+        in_tail = gl.maximum(pid - tail_begin, 0)  # 0 for the rows before the tail: split 0
+        row = gl.where(pid < tail_begin, pid, tail_begin + in_tail // TAIL)
+        split = in_tail - (in_tail // TAIL) * TAIL
     else:
         row = pid
         split = gl.program_id(1)
@@ -580,17 +587,22 @@ def _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads,
 
 @gluon.jit
 def _program_pages(context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-                   num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale,
+                   num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, tail_begin,
                    HAS_QUERY_SCALE: gl.constexpr, SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr,
-                   CLUSTER: gl.constexpr, AGAIN: gl.constexpr = False):
+                   CLUSTER: gl.constexpr, TAIL: gl.constexpr, AGAIN: gl.constexpr = False):
     """(row, context, page_begin, page_end, table_base, ids_base, head, table_end, logit scale) of this program (row,
     split): TABLES / DENSE: the row's ceil(context / 128) pages divided over the launch's splits (ceil(pages / splits)
     each, at most ``pages_per_split``); SPARSE: pages_per_split pages of the top-k table each. Pages [page_begin,
     page_end) are attended; table entries [page_begin, table_end) are loaded (inside the table's width). AGAIN: for the
     exact fallback pass, the row read through an opaque register move, so that the compiler derives every address of
-    that pass again instead of keeping the first pass's values live (spilled) across the hot loop."""
-    row, split = _coords(num_splits, CLUSTER, AGAIN)
+    that pass again instead of keeping the first pass's values live (spilled) across the hot loop. TAIL: a row before
+    ``tail_begin`` is one program over the whole table (one split of table_width pages)."""
+    row, split = _coords(num_splits, tail_begin, CLUSTER, TAIL, AGAIN)
     row = row.to(gl.int64)
+    if TAIL > 0:
+        before_tail = row < tail_begin
+        num_splits = gl.where(before_tail, 1, num_splits)
+        pages_per_split = gl.where(before_tail, table_width, pages_per_split)
     context, table_base, head, ids_base = _row_source(row, context_lens_ptr, request_ptr, position_ptr, topk_ptr,
                                                       table_stride, table_width, num_kv_heads, num_tokens, topk,
                                                       SOURCE, TOPK_POW2, PPB)
@@ -620,8 +632,9 @@ def _pa_decode_kernel(
     out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr,
     part_out_ptr, part_lse_ptr, counters_ptr,
     table_stride, table_width, num_kv_heads, num_tokens, topk, group, pages_per_split, num_splits, logit_scale,
+    tail_begin,
     HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, FAST_DECODE: gl.constexpr,
-    SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, CLUSTER: gl.constexpr,
+    SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, CLUSTER: gl.constexpr, TAIL: gl.constexpr,
 ):
     gl.static_assert(STAGES >= 2)
     k_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
@@ -630,8 +643,8 @@ def _pa_decode_kernel(
     v_scales = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE], RING_SCALES)
     row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
         context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-        num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, HAS_QUERY_SCALE, SOURCE, TOPK_POW2,
-        PPB, CLUSTER)
+        num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, tail_begin, HAS_QUERY_SCALE, SOURCE,
+        TOPK_POW2, PPB, CLUSTER, TAIL)
     m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head,
                                    num_kv_heads, table_stride, table_end, context, page_begin, page_end, scale,
                                    k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB)
@@ -641,12 +654,12 @@ def _pa_decode_kernel(
             # the program's values are derived again (AGAIN) rather than kept live over the hot loop (spilled registers)
             row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
                 context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
-                num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, HAS_QUERY_SCALE, SOURCE,
-                TOPK_POW2, PPB, CLUSTER, True)
+                num_kv_heads, num_tokens, topk, pages_per_split, num_splits, logit_scale, tail_begin, HAS_QUERY_SCALE,
+                SOURCE, TOPK_POW2, PPB, CLUSTER, TAIL, True)
             m_i, l_i, acc, _ = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base,
                                        head, num_kv_heads, table_stride, table_end, context, page_begin, page_end,
                                        scale, k_codes, k_scales, v_codes, v_scales, STAGES, False, SOURCE, PPB)
-    row, split = _coords(num_splits, CLUSTER)
+    row, split = _coords(num_splits, tail_begin, CLUSTER, TAIL)
     row = row.to(gl.int64)
     has_context = _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk, SOURCE)
 
@@ -663,26 +676,55 @@ def _pa_decode_kernel(
         _cluster.merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_splits, has_context, group,
                        CLUSTER, SPLIT)
     elif SPLIT:
-        base = (row * num_splits + split) * BLOCK_H
-        gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
-        gl.store(part_lse_ptr + base + head, lse)
-        # the row's last split to finish merges (no second launch)
-        _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
-        done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
-        if done == num_splits - 1:  # acquire: every split's partial is visible
-            used = _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads, num_splits,
-                                pages_per_split, SOURCE)
-            _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits, used)
-            gl.store(counters_ptr + row, 0)  # the next launch (a graph replay) starts from 0
-    else:  # no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN
-        out = gl.where(has_tokens[:, None], out, gl.where(has_context, float("nan"), 0.0))
-        gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
-                 mask=(head < group)[:, None])
+        if TAIL > 0:  # the rows before the tail are one program each, the tail rows TAIL splits (``tail_for``)
+            if row < tail_begin:
+                _store_row(out_ptr, out, has_tokens, has_context, row, group, head, dim)
+            else:
+                _split_epilogue(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, context_lens_ptr, position_ptr,
+                                out, lse, head, dim, row, row - tail_begin, split, has_context, group, num_splits,
+                                table_width, num_kv_heads, pages_per_split, SOURCE, True)
+        else:
+            _split_epilogue(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, context_lens_ptr, position_ptr, out,
+                            lse, head, dim, row, row, split, has_context, group, num_splits, table_width,
+                            num_kv_heads, pages_per_split, SOURCE, False)
+    else:
+        _store_row(out_ptr, out, has_tokens, has_context, row, group, head, dim)
 
 
 @gluon.jit
-def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num_splits, used):
-    """out[row] = sum_s w_s * part_out[row, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all
+def _store_row(out_ptr, out, has_tokens, has_context, row, group, head, dim):
+    """A direct program's output row (bf16): no token: zeros; tokens but no weight (all logits -inf) or NaN: NaN."""
+    out = gl.where(has_tokens[:, None], out, gl.where(has_context, float("nan"), 0.0))
+    gl.store(out_ptr + (row * group + head[:, None]) * HEAD_DIM + dim[None, :], out.to(gl.bfloat16),
+             mask=(head < group)[:, None])
+
+
+@gluon.jit
+def _split_epilogue(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, context_lens_ptr, position_ptr, out, lse, head,
+                    dim, row, slot_row, split, has_context, group, num_splits, table_width, num_kv_heads,
+                    pages_per_split, SOURCE: gl.constexpr, CONTEXT_FROM_USED: gl.constexpr):
+    """A split's partial (out, lse) into workspace slot ``slot_row x num_splits + split`` (slot_row: the row, or its
+    place in the split tail); the row's last split to finish merges them (no second launch). CONTEXT_FROM_USED (the
+    split tail: TABLES / DENSE rows only): whether the row has a token is read as ``used > 0`` (the same for those
+    sources: a row with tokens has a page in its first split) instead of keeping ``has_context`` live over the merge
+    loop (a spilled predicate register otherwise)."""
+    base = (slot_row * num_splits + split) * BLOCK_H
+    gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
+    gl.store(part_lse_ptr + base + head, lse)
+    _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
+    done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
+    if done == num_splits - 1:  # acquire: every split's partial is visible
+        used = _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads, num_splits,
+                            pages_per_split, SOURCE)
+        if CONTEXT_FROM_USED:
+            has_context = used > 0
+        _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, slot_row, has_context, group, num_splits, used)
+        gl.store(counters_ptr + row, 0)  # the next launch (a graph replay) starts from 0
+
+
+@gluon.jit
+def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, slot_row, has_context, group, num_splits, used):
+    """out[row] = sum_s w_s * part_out[slot_row, s], w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN; all
     -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. The partials are read
     from L2 (.cg: other programs wrote them) MERGE_TRIP splits per trip as one [splits, 16, 128] block whose split
     dimension lies in each thread's registers, so a trip's loads are in flight together and the sums over splits are
@@ -699,7 +741,7 @@ def _merge_row(out_ptr, part_out_ptr, part_lse_ptr, row, has_context, group, num
     acc = gl.zeros([BLOCK_H, HEAD_DIM], gl.float32, gl.SliceLayout(0, PARTIALS))
     for first in range(0, used, MERGE_TRIP):
         present = first + split < used
-        slot = (row * num_splits + first + split) * BLOCK_H  # [trip]
+        slot = (slot_row * num_splits + first + split) * BLOCK_H  # [trip]
         lse = gl.load(part_lse_ptr + slot[:, None] + head[None, :], mask=present[:, None] & (head < BLOCK_H)[None, :],
                       other=float("-inf"), cache_modifier=".cg")  # [trip, 16]
         part = gl.load(part_out_ptr + (slot[:, None, None] + head[None, :, None]) * HEAD_DIM + dim[None, None, :],
@@ -734,14 +776,19 @@ class HopperConfig:
     cluster: bool | None = None  # the split merge over thread-block clusters (``cluster_for``): None the policy, True
     # wherever the split count allows it (2, 4, 8, 16 splits: one cluster; 32, 48, 64: 2-4), False never (the row's
     # last split merges through L2; the split policy then gives no clustered split counts)
+    tail_splits: int = 0  # the split tail (``tail_for``): 0 off (the default: not yet measured on the H200); 2..16:
+    # a direct launch of more rows than one wave runs the rows past its last full wave as that many splits each
 
     def __post_init__(self):
         expect(self.warps is None or (type(self.warps) is int and self.warps in L.PROGRAM_WARPS), "HopperConfig.warps",
                f"None or one of {L.PROGRAM_WARPS}", self.warps)
         expect(self.cluster is None or type(self.cluster) is bool, "HopperConfig.cluster", "None, True or False",
                self.cluster)
+        expect(type(self.tail_splits) is int and (self.tail_splits == 0 or 2 <= self.tail_splits <= MAX_TAIL_SPLITS),
+               "HopperConfig.tail_splits", f"0 (off) or an int in [2, {MAX_TAIL_SPLITS}]", repr(self.tail_splits))
 
 
+MAX_TAIL_SPLITS = 16
 DEFAULT_CONFIG = HopperConfig()
 MIN_PAGES_PER_SPLIT = 2  # a split of one page would spend its time in the prologue / epilogue
 FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only while each keeps this many pages
@@ -857,6 +904,26 @@ def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.devi
     return size if policy else 1
 
 
+def tail_for(config: HopperConfig, rows: int, width: int, splits: int, source: int,
+             device: torch.device) -> tuple[int, int, int]:
+    """(tail_begin, tail splits, pages per tail split) of a launch of ``rows`` x ``width`` with ``splits`` splits:
+    ``(rows, 0, 0)`` (no tail) unless ``config.tail_splits`` is on, the launch is direct (one split; a sparse attend's
+    one launch never is past one program per SM) and its rows fill more than one wave (``programs_per_sm`` x SMs)
+    without filling the last. Then the rows of the last, partial wave, from ``tail_begin`` on, run as the
+    configured splits each (fewer where the table is narrower: ``split_pages``), merged in the launch; the rows
+    before stay one program each. Programs start in id order, so the tail's splits fill the SMs the full waves free,
+    where one program per row would leave most of them with one program (docs/hopper.md "The final profile": 512
+    rows are 1.29 waves of 396). Depends only on (rows, width), like the split, so a plan stays valid for graphs."""
+    wave = config.programs_per_sm * _sms(device)
+    tail = rows % wave
+    if config.tail_splits == 0 or splits != 1 or source == SOURCE_SPARSE or rows <= wave or tail == 0:
+        return rows, 0, 0
+    tail_splits, pages_per_split = split_pages(width, config.tail_splits)
+    if tail_splits < 2:
+        return rows, 0, 0
+    return rows - tail, tail_splits, pages_per_split
+
+
 # ---- plan -------------------------------------------------------------------------------------------------------
 def _split(rows: int, width: int, device: torch.device, config: HopperConfig, forced: int | None) -> tuple[int, int]:
     """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the forced count, else the policy under this
@@ -871,7 +938,8 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     """Partial (row, split) slots enough for every launch of <= num_rows rows over tables <= max_table_width wide (0:
     none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): a launch of r rows splits at
     most max(SMs, wave) // r ways (r x splits <= one wave) and at most MAX_SPLITS, width // MIN_PAGES_PER_SPLIT ways;
-    a narrow table (one-page splits) at most r x w <= SMs ways; clustered splits r x splits <= SMs // 2."""
+    a narrow table (one-page splits) at most r x w <= SMs ways; clustered splits r x splits <= SMs // 2; the split
+    tail (``tail_for``, policy splits only) fewer rows than a wave x tail_splits."""
     if num_splits is not None:
         wanted = split_pages(max_table_width, num_splits)[0]
         return num_rows * wanted if wanted > 1 else 0
@@ -886,7 +954,10 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     # over clusters needs fewer, but the plan protocol counts rows x splits)
     clustered = (min(num_rows * min(max_table_width, CLUSTERED_SPLITS[0]), sms // 2)
                  if max_table_width >= CLUSTERED_SPLITS[-1] and config.cluster is not False else 0)
-    return max(one_page, wide, clustered)
+    # the split tail (``tail_for``): fewer rows than a wave, each taking at most tail_splits slots
+    wave = max(1, config.programs_per_sm) * sms
+    tail = (wave - 1) * config.tail_splits if config.tail_splits and num_rows > wave else 0
+    return max(one_page, wide, clustered, tail)
 
 
 @dataclass(frozen=True, eq=False)
@@ -981,17 +1052,29 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
     # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
     cfg = plan.config
     splits, pages_per_split = checked_split(plan, rows, width)
-    warps = warps_for(cfg, rows * splits, pages_per_split, q.device)
-    cluster = cluster_for(cfg, rows, splits, q.device, warps)
+    tail_begin, tail, tail_pages = (tail_for(cfg, rows, width, splits, source, q.device) if plan.forced_splits is None
+                                    else (rows, 0, 0))
+    if tail:  # the split tail: rows before tail_begin direct, each later row ``tail`` splits, one grid dimension
+        expect(plan.part_out is not None and plan.part_out.shape[0] >= (rows - tail_begin) * tail,
+               "plan workspace (part_out slots)", f">= {(rows - tail_begin) * tail} for the split tail",
+               None if plan.part_out is None else plan.part_out.shape[0])
+        splits, pages_per_split = tail, tail_pages
+    programs = tail_begin + (rows - tail_begin) * tail if tail else rows * splits
+    warps = warps_for(cfg, programs, pages_per_split, q.device)
+    cluster = 1 if tail else cluster_for(cfg, rows, splits, q.device, warps)
     table_stride, num_kv_heads, num_tokens, topk = sizes
     # ---- launch (the plan's workspace: partials of splits, or of grouped clusters' head slices)
     workspace = (plan.part_out, plan.part_lse, plan.counters) if splits > 1 else (out, out, out)
     args = (out, q, k_words, v_words, *pointers, query_scale_arg, *workspace,
             table_stride, width, num_kv_heads, num_tokens, topk, group, pages_per_split, splits,
-            float(softmax_scale) * scalar_scale * LOG2E)
+            float(softmax_scale) * scalar_scale * LOG2E, tail_begin if tail else 0)  # 0 unless read: one JIT
+    # specialisation of the kernels without a tail whatever the row count (an int 1 or a multiple of 16 is another)
     constexprs = dict(HAS_QUERY_SCALE=has_query_scale, SPLIT=splits > cluster, STAGES=cfg.stages,
                       FAST_DECODE=cfg.fast_decode, SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
-                      num_warps=warps, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
+                      TAIL=tail, num_warps=warps, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
+    if tail:
+        _pa_decode_kernel[(programs, 1)](*args, **constexprs)
+        return out
     if cluster > 1 and _launch_clusters(rows * splits // cluster, cluster, args, constexprs, q.device):
         return out
     # no cluster, or this device cannot hold one of this kernel's clusters: the row's last split merges through L2
@@ -1116,18 +1199,20 @@ SIGNATURE = {
     "context_lens_ptr": "*i32", "request_ptr": "*i32", "position_ptr": "*i32", "topk_ptr": "*i32",
     "query_scale_ptr": "*fp32", "part_out_ptr": "*fp32", "part_lse_ptr": "*fp32", "counters_ptr": "*i32",
     "table_stride": "i32", "table_width": "i32", "num_kv_heads": "i32", "num_tokens": "i32", "topk": "i32",
-    "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32",
+    "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32", "tail_begin": "i32",
     "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "FAST_DECODE": "constexpr",
-    "SOURCE": "constexpr", "TOPK_POW2": "constexpr", "PPB": "constexpr", "CLUSTER": "constexpr",
+    "SOURCE": "constexpr", "TOPK_POW2": "constexpr", "PPB": "constexpr", "CLUSTER": "constexpr", "TAIL": "constexpr",
 }
 SOURCES = {"tables": SOURCE_TABLES, "dense": SOURCE_DENSE, "sparse": SOURCE_SPARSE}  # compile_for_sm90's names
 
 
 def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = False, query_scale: bool = False,
-                     source: str = "tables", topk: int = 16, pages_per_block: int = 1, cluster: int = 1):
+                     source: str = "tables", topk: int = 16, pages_per_block: int = 1, cluster: int = 1,
+                     tail: int = 0):
     """Compile the decode kernel for sm_90 with the ptxas Triton ships (no GPU needed); returns the CompiledKernel.
     ``source``: pa_decode's tables, or attend's "dense" / "sparse" (``topk`` ids of ``pages_per_block`` pages);
-    ``cluster``: the split merge over clusters of that many CTAs (with ``split``: several clusters per row, grouped).
+    ``cluster``: the split merge over clusters of that many CTAs (with ``split``: several clusters per row, grouped);
+    ``tail``: the split tail of that many splits (``tail_for``; a split launch).
 
     Pointer arguments get the 16-byte divisibility the launcher specialises on at run time (the caches are checked
     16-byte aligned; 8704-byte records keep every page 16-byte aligned)."""
@@ -1136,7 +1221,9 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
 
     expect(source in SOURCES, "source", f"one of {list(SOURCES)}", repr(source))
     expect(cluster == 1 or cluster in CLUSTER_SIZES, "cluster", f"1 or one of {CLUSTER_SIZES}", cluster)
-    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split, "CLUSTER": cluster,
+    expect(tail == 0 or (cluster == 1 and source != "sparse"), "tail", "0, or a launch without clusters that is not a "
+           "sparse attend", f"tail {tail} with cluster {cluster}, source {source!r}")
+    constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split or tail > 0, "CLUSTER": cluster, "TAIL": tail,
                  "STAGES": config.stages, "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
                  "TOPK_POW2": triton.next_power_of_2(topk) if source == "sparse" else 1,
                  "PPB": pages_per_block if source == "sparse" else 1}

@@ -14,6 +14,8 @@
   through L2 (the row's last split): both against the oracle at every cluster size, both warp counts, close to each
   other;
 - CUDA-graph replay equals eager, bit for bit (split over a cluster, split through L2, direct);
+- the split tail (``HopperConfig.tail_splits``, off by default): the oracle, the direct launch's bits before the
+  tail, graph replay, the dense attend's bits against pa_decode over its tables;
 - the fused ``attend`` (block table and top-k ids read in the launch): pa_decode's bits over the composition's tables
   (dense and sparse, 1-8 KV heads, 1-4 pages per block, forced and policy splits), the oracle, graph replay;
 - last (a failure there breaks the CUDA context): table entries past the context hold page ids far outside the cache.
@@ -611,6 +613,76 @@ def test_attend_cuda_graph_replay_equals_eager(name):
     replayed = out.clone()
     eager = _attend(dev, torch.empty_like(out), plan)
     assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
+
+
+# ---- the split tail (HopperConfig.tail_splits, off by default: pa_decode.tail_for) ---------------------------------
+TAIL = P.HopperConfig(tail_splits=3)
+
+
+@pytest.mark.parametrize("rows,width,warps", [(430, 9, None), (800, 3, None), (1000, 2, None), (500, 5, 8)])
+def test_the_split_tail_vs_fp64_and_the_direct_launch(rows, width, warps):
+    """A direct launch of more rows than a wave (3 programs x the SMs) runs the rows of its last, partial wave as 3
+    splits each (2 on a 2-page table) merged in the launch: against the oracle (irregular lengths, tail rows of 0, 1
+    and 129 tokens, poison everywhere else), and the rows before the tail bit for bit the direct launch's."""
+    config = TAIL if warps is None else P.HopperConfig(tail_splits=3, warps=warps)
+    gen = torch.Generator().manual_seed(rows + width)
+    lens = _irregular_lens(gen, rows, width)
+    lens[-2], lens[-3] = 1, 129
+    case = _case(gen, rows, 16, width, lens)
+    wave = config.programs_per_sm * P._sms(DEV)
+    begin, tail, pages = P.tail_for(config, rows, width, 1, P.SOURCE_TABLES, DEV)
+    assert (begin, tail) == (rows - rows % wave, min(3, width)) and rows - begin >= 3, (begin, tail, pages)
+    got, plan = _run(*case, 0.09, config=config)
+    assert plan.splits_for(rows, width)[0] == 1  # the policy's launch is direct: the tail is what splits
+    _check(got, _oracle(*case, 0.09), lens)
+    direct, _ = _run(*case, 0.09, config=P.HopperConfig(warps=warps))
+    assert np.array_equal(got[:begin], direct[:begin]), "a row before the tail differs from the direct launch"
+    rel = np.linalg.norm(got[begin:] - direct[begin:]) / np.linalg.norm(direct[begin:])
+    assert rel < 2e-3, f"tail rows vs the direct launch: relative difference {rel:.2e}"
+
+
+def test_the_split_tail_cuda_graph_replay_equals_eager():
+    """The tail's arrival counters are reset by each row's merging split: a replay over new contents equals eager."""
+    rows, width = 450, 4
+    gen = torch.Generator().manual_seed(45)
+    lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
+    q, k, v, tables, context_lens = (x.to(DEV) for x in _case(gen, rows, 16, width, lens))
+    plan = hopper_backend.make_plan(rows, width, 16, DEV, config=TAIL)
+    assert P.tail_for(TAIL, rows, width, plan.num_splits, P.SOURCE_TABLES, DEV)[1] == 3
+    out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
+    args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
+
+    def refill():
+        q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
+        context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
+
+    H.capture_then_replay(lambda: hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args), refill)
+    replayed = out.clone()
+    eager = torch.empty_like(out)
+    hopper_backend.pa_decode(eager, q, k, v, tables, context_lens, **args)
+    assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
+
+
+def test_the_dense_attend_with_the_split_tail_equals_pa_decode_over_its_tables():
+    """The dense one launch takes the same tail as pa_decode over ops.dense_tables (the tail depends only on (rows,
+    width)): the same bits, with a query_scale tensor and an e4m3 query."""
+    gen = torch.Generator().manual_seed(31)
+    case = H.attend_case(gen, [900, 300, 40, 129], 2, 16, rows_per_request=60)
+    case["q"] = (case["q"].float() * 0.5).to(torch.float8_e4m3fn)
+    dev, tables, context_lens = _attend_inputs(case)
+    rows = case["q"].shape[0]
+    assert rows > 3 * P._sms(DEV), rows  # more than one wave
+    plan = hopper_backend.make_plan(rows, tables.shape[1], 16, DEV, config=TAIL)
+    assert P.tail_for(TAIL, rows, tables.shape[1], plan.num_splits, P.SOURCE_DENSE, DEV)[1] > 1
+    scale = (torch.rand(rows, generator=gen) + 0.5).to(DEV)
+    want = torch.full(dev["q"].shape, float("nan"), dtype=torch.bfloat16, device=DEV)
+    hopper_backend.pa_decode(want, dev["q"], dev["k"], dev["v"], tables, context_lens, softmax_scale=0.09,
+                             query_scale=scale, plan=plan)
+    got = torch.full_like(want, float("nan"))
+    ops.attend(got, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"], dev["row_position"],
+               num_kv_heads=2, softmax_scale=0.09, query_scale=scale, plan=plan, backend="hopper", check=True)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    assert torch.isfinite(got.float()).all()
 
 
 def test_table_entries_past_the_context_are_never_read():
