@@ -7,6 +7,9 @@
 #   bash docs/bench/2026-12-04-h200-next/call.sh sweep   (~5 min?, no carry)
 #       tests/test_layout_sweep.py on the GPU: every op x tensor argument x layout (strided, padded rows, storage
 #       offset 1) on the torch, Triton and Hopper backends (each alignment of an offset input is a new compile)
+#   bash docs/bench/2026-12-04-h200-next/call.sh tail    (~6 min, no carry)
+#       the split tail (HopperConfig.tail_splits, off by default): its GPU tests, then hopper_bench on issue 14's rows
+#       and the rows around one wave (396 programs), the default against tail_splits 2 / 3 / 4 in the same run
 . scripts/device_pkg.sh
 atom_pkg /tmp/atom_new || exit 2
 export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
@@ -24,7 +27,15 @@ elif [ "$1" = sweep ]; then
   PYTHONPATH=/tmp/atom_new timeout 540 python3 -P -m pytest -q tests/test_layout_sweep.py -p no:cacheprovider \
     -rf --durations=10 > $R/layout_sweep.txt 2>&1
   echo "sweep rc $?" >> $R/layout_sweep.txt; tail -n 4 $R/layout_sweep.txt
+elif [ "$1" = tail ]; then
+  PYTHONPATH=/tmp/atom_new timeout 240 python3 -P -m pytest -q tests/gpu/test_hopper_gpu.py -k "tail" \
+    -p no:cacheprovider > $R/gpu_tests_tail.txt 2>&1
+  echo "tail tests rc $?" >> $R/gpu_tests_tail.txt; tail -n 2 $R/gpu_tests_tail.txt
+  PYTHONPATH=/tmp/atom_new timeout 300 python3 -P evals/bench/hopper_bench.py --quick --out $R/tail \
+    --shapes 512x8192,4096x2048,450x8192,512x2048,600x2048,1024x2048 \
+    --variant tail_splits=2 --variant tail_splits=3 --variant tail_splits=4 > $R/tail.log 2>&1
+  echo "hopper_bench rc $?"; tail -n 12 $R/tail/hopper_bench.md
 else
-  echo "usage: call.sh tests|sweep"; exit 2
+  echo "usage: call.sh tests|sweep|tail"; exit 2
 fi
 cd $OUT && tar czf results.tgz r && rm -rf r
