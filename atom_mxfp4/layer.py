@@ -18,7 +18,7 @@ import torch
 from . import ops
 from .backends import resolve_backend
 from .cache import FP8IndexKCache, MXFP4PageCache, allocate_index_k, as_records, index_records
-from .errors import expect, expect_int, expect_positive, fail
+from .errors import expect, expect_aligned, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layout import HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_TOPK, PAGE_SIZE, qkv_width
@@ -268,6 +268,9 @@ class SparseMXFP4Attention:
                    for name, x in (("k", caches.k), ("v", caches.v))]
         records.append(None if caches.index_k is None else index_records(caches.index_k, c.index_k_dtype,
                                                                           "caches.index_k"))
+        for name, x in zip(("caches.k", "caches.v", "caches.index_k"), records):
+            if x is not None:  # the Hopper / FlyDSL readers refuse others after the write has run: refused here first
+                expect_aligned(x, name, 16, "records are copied in 16-byte units")
         w = self.weights_on(qkv.device)
         ops.check_write_args(qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
                              self.cos_sin_cache(qkv.device), meta.slot_mapping, *records, num_q_heads=c.num_q_heads,

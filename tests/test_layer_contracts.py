@@ -137,6 +137,26 @@ def test_a_refused_step_leaves_the_caches_byte_identical(backend, sparse, case):
         assert (got is None and want is None) or torch.equal(got.records, want), "a refused step wrote the cache"
 
 
+@pytest.mark.parametrize("name", ["k", "v", "index_k"])
+def test_cache_records_off_16_byte_alignment_are_refused_before_the_write(name):
+    """Records wrapped at an unaligned address (a view into a wider buffer): the Hopper and FlyDSL readers refuse
+    them, and they run after the fused write, so the layer refuses them in ``validate`` first, naming the cache, and
+    the step writes nothing (on every backend: the rule cannot depend on which backend reads)."""
+    config, weights, caches, block_table, qkv, meta = small_step(True)
+    records = getattr(caches, name).records
+    flat = torch.zeros(records.numel() + 1, dtype=torch.uint8)
+    flat[1:] = records.flatten()
+    shifted = flat[1:].view(records.shape)
+    moved = LayerCaches(**{n: getattr(caches, n) for n in ("k", "v", "index_k")})
+    setattr(moved, name, type(getattr(caches, name))(records=shifted))
+    before = [c.records.clone() for c in (moved.k, moved.v, moved.index_k)]
+    with pytest.raises(ValueError) as ei:
+        SparseMXFP4Attention(config, weights, backend="torch")(qkv, meta, moved)
+    H.err_names(ei, f"caches.{name}", "16-byte aligned", "storage offset 1")
+    for got, want in zip((moved.k, moved.v, moved.index_k), before):
+        assert torch.equal(got.records, want), "a refused step wrote a cache"
+
+
 # ---- norm weights are read at every step ------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_replaced_in_place_and_strided_weights_take_effect(backend):

@@ -1,7 +1,8 @@
 """Every layout an op accepts gives the answer of its contiguous inputs, on every backend here.
 
 The lesson of issue 11 as one sweep: a kernel reads its tensors by pointer, so a layout it cannot read must be refused,
-never misread. For each op and each tensor argument (inputs, ``out`` and the caches it writes), the same values in
+never misread. For each op, and for the layer's step (``SparseMXFP4Attention.forward``: qkv, the metadata tensors,
+the cache records), and each tensor argument (inputs, ``out`` and the caches it writes), the same values in
 other layouts: stride 2 along the last dimension, rows of a wider buffer (row stride > row length), and a contiguous
 view one element past an aligned base (storage offset 1). Each call must either raise ValueError / TypeError naming
 the argument, or give the contiguous call's results bit for bit (same backend, same values; every output tensor and
@@ -14,6 +15,7 @@ and a storage offset would be lost), so on the H200 the Hopper backend is swept 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -26,6 +28,9 @@ if not torch.cuda.is_available():
 import pytest  # noqa: E402
 
 from atom_mxfp4 import ops  # noqa: E402
+from atom_mxfp4.cache import FP8IndexKCache, MXFP4PageCache  # noqa: E402
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
+from atom_mxfp4.synthetic import make_weights  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _helpers as H  # noqa: E402
@@ -150,6 +155,38 @@ def write_call(a, backend, check):
     return [q, idx_q, a["k_cache"], a["v_cache"], a["index_k_cache"]]
 
 
+LAYER = LayerConfig(num_q_heads=4, num_kv_heads=1, num_index_heads=1, topk=2, max_position=1024)  # fp8 index-K
+
+
+@functools.lru_cache(maxsize=None)
+def _layer_step(seed):
+    """A sparse layer's step on the CPU: request 1 holds a 130-token prefix (written by the torch layer), then 3 new
+    tokens of request 0 and 2 decode tokens of request 1; the caches as that prefix left them."""
+    gen = torch.Generator().manual_seed(seed)
+    block_table = torch.tensor([[3, 1, 4], [0, 2, 5]], dtype=torch.int32)
+    caches = LayerCaches.allocate(LAYER, 7)
+    layer = SparseMXFP4Attention(LAYER, make_weights(LAYER, seed), backend="torch")
+    layer(torch.randn(130, LAYER.qkv_width, generator=gen).bfloat16(),
+          AttentionMetadata.for_requests(block_table[1:], [0], [130]), caches)
+    meta = AttentionMetadata.for_requests(block_table, [0, 130], [3, 2])
+    return {"qkv": torch.randn(5, LAYER.qkv_width, generator=gen).bfloat16(), "positions": meta.positions,
+            "slot_mapping": meta.slot_mapping, "token_request": meta.token_request, "block_table": meta.block_table,
+            "caches.k": caches.k.records, "caches.v": caches.v.records, "caches.index_k": caches.index_k.records}
+
+
+def layer_args(seed):
+    return {name: t.clone() for name, t in _layer_step(seed).items()}
+
+
+def layer_call(a, backend, check):
+    """SparseMXFP4Attention.forward (validate, write, index_topk, attend): its output and the three caches."""
+    layer = SparseMXFP4Attention(LAYER, make_weights(LAYER, 0), backend=backend)
+    meta = AttentionMetadata(a["positions"], a["slot_mapping"], a["token_request"], a["block_table"])
+    caches = LayerCaches(MXFP4PageCache(records=a["caches.k"]), MXFP4PageCache(records=a["caches.v"]),
+                         FP8IndexKCache(records=a["caches.index_k"]))
+    return [layer(a["qkv"], meta, caches, check=check), a["caches.k"], a["caches.v"], a["caches.index_k"]]
+
+
 OPS = {  # name: (arguments of a seed, call(arguments, backend, check) -> results)
     "pa_decode": (decode_args, decode_call),
     "attend dense": (attend_args, attend_call),
@@ -158,6 +195,11 @@ OPS = {  # name: (arguments of a seed, call(arguments, backend, check) -> result
     "index_topk fp8": (lambda s: index_args(s, "fp8"), lambda a, b, c: index_call(a, b, c, "fp8")),
     "build_sparse_tables": (tables_args, tables_call),
     "fused_qknorm_rope_write": (write_args, write_call),
+    "layer": (layer_args, layer_call),
+}
+ALIASES = {  # what an op's message may call a layer's cache (the launchers name their own arguments)
+    "caches.k": ("caches.k", "k_cache", "records"), "caches.v": ("caches.v", "v_cache", "records"),
+    "caches.index_k": ("caches.index_k", "index_k_cache", "records"),
 }
 
 
@@ -194,7 +236,8 @@ def test_a_layout_is_refused_or_read_right(op, name, layout, backend):
     try:
         got = call(args, backend, True)
     except REFUSALS as error:
-        assert name in str(error), f"{op} refused {layout} {name} without naming it: {error}"
+        assert any(alias in str(error) for alias in ALIASES.get(name, (name,))), \
+            f"{op} refused {layout} {name} without naming it: {error}"
         args = on_device(make(0))
         args[name] = LAYOUTS[layout](args[name])
         try:
