@@ -643,7 +643,7 @@ def test_the_split_tail_vs_fp64_and_the_direct_launch(rows, width, warps):
 
 def test_the_split_tail_cuda_graph_replay_equals_eager():
     """The tail's arrival counters are reset by each row's merging split: a replay over new contents equals eager."""
-    rows, width = 450, 4
+    rows, width = 450, 6  # 396 rows direct, 54 rows of 3 splits of 2 pages
     gen = torch.Generator().manual_seed(45)
     lens = torch.randint(1, width * 128 + 1, (rows,), generator=gen).tolist()
     q, k, v, tables, context_lens = (x.to(DEV) for x in _case(gen, rows, 16, width, lens))
