@@ -68,6 +68,7 @@ LAYOUTS = {"strided": strided, "padded rows": padded_rows, "offset": offset}
 
 
 def layouts_of(t):
+    """The layouts a tensor is swept in: padded rows only with rows to pad, none for an empty tensor."""
     names = ["strided", "offset"] + (["padded rows"] if t.dim() >= 2 else [])
     return [name for name in names if t.numel() > 0]
 
