@@ -9,6 +9,9 @@ the argument, or give the contiguous call's results bit for bit (same backend, s
 every cache compared). A layout refused under ``check=True`` is run again under ``check=False``: it may raise (any
 refusal), or must give the same bits (the launchers check what they read by pointer even unchecked).
 
+The same for dtypes (``test_a_dtype_is_refused_or_read_right``): each tensor cast to another dtype a caller may
+hold is refused naming it, or gives the torch backend's answer for the cast values.
+
 Variants are built on the device the test runs on (a strided CPU tensor moved with ``.to()`` would land contiguous,
 and a storage offset would be lost), so on the H200 the Hopper backend is swept too (``H.backends_here``).
 """
@@ -247,3 +250,62 @@ def test_a_layout_is_refused_or_read_right(op, name, layout, backend):
             return  # unchecked, still refused: never misread
     for i, (g, w) in enumerate(zip(got, want)):
         assert torch.equal(bits(g), w), f"{op} on {backend}: {layout} {name} accepted but result {i} differs"
+
+
+# ---- dtypes: the same sweep over the other dtypes a caller may hold ----------------------------------------------
+ALT_DTYPES = {torch.int32: (torch.int64, torch.int16), torch.int64: (torch.int32,),
+              torch.bfloat16: (torch.float16, torch.float32), torch.float32: (torch.float64, torch.bfloat16)}
+APPROX = {"pa_decode": 2, "attend dense": 2, "attend sparse": 2, "layer": 1}  # leading results compared with tolerance
+
+
+def dtype_cases():
+    for op, (make, _) in OPS.items():
+        for name, t in make(0).items():
+            for dtype in ALT_DTYPES.get(t.dtype, ()):
+                yield op, name, dtype
+
+
+def _agree(op, got, want):
+    """Every result equal bit for bit, the attention outputs within H.ATTN_REL_TOL of the reference's."""
+    for i, (g, w) in enumerate(zip(got, want)):
+        if i < APPROX.get(op, 0):
+            g, w = g.detach().float().cpu(), w.detach().float().cpu()
+            rel = float((g - w).norm() / w.norm())
+            if not rel < H.ATTN_REL_TOL:
+                return f"result {i}: relative difference {rel:.2e}"
+        elif not torch.equal(bits(g), bits(w)):
+            return f"result {i} differs"
+    return None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op, name, dtype", list(dtype_cases()), ids=str)
+def test_a_dtype_is_refused_or_read_right(op, name, dtype, backend):
+    """Each tensor argument cast to another dtype a caller may hold (int64 / int16 indices, fp16 / fp32 activations,
+    fp64 / bf16 tables and scales): refused naming the argument, or the torch backend's answer for the same
+    (cast) values: bit for bit, attention outputs within the oracle tolerance. Refused under check=True, it is run
+    again unchecked: refused (any error: nothing was read wrong), or that answer. A kernel that reads a tensor of
+    another dtype as the dtype it was written for (the Triton write read a bf16 RoPE table that way) fails here."""
+    make, call = OPS[op]
+
+    def cast_args():
+        args = on_device(make(0))
+        args[name] = args[name].to(dtype)
+        return args
+
+    try:
+        want = call(cast_args(), "torch", False)
+    except RuntimeError:  # the torch twin cannot compute with it: the values are exact in both dtypes here
+        assert dtype in (torch.float64, torch.int64), (op, name, dtype)
+        want = call(on_device(make(0)), "torch", True)
+    try:
+        got = call(cast_args(), backend, True)
+    except REFUSALS as error:
+        assert any(alias in str(error) for alias in ALIASES.get(name, (name,))), \
+            f"{op} refused {dtype} {name} without naming it: {error}"
+        try:
+            got = call(cast_args(), backend, False)
+        except (*REFUSALS, RuntimeError):
+            return
+    problem = _agree(op, got, want)
+    assert problem is None, f"{op} on {backend}: {name} as {dtype} accepted, but {problem}"

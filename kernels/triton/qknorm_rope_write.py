@@ -312,6 +312,9 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
             (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight))
             if num_index_heads else ()):
         expect_contiguous(tensor, name)  # read by pointer with unit stride
+    # the rotated values must be fp32 (the quantizers' bit operations assume it), so the RoPE table must be: a bf16
+    # table gave q and the caches wrong under check=False (q 27x off in the interpreter), an fp64 one did not compile
+    expect(cos_sin_cache.dtype == torch.float32, "cos_sin_cache.dtype", "torch.float32", cos_sin_cache.dtype, TypeError)
     expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= int(HEAD_DIM), "rotary_dim", f"even in [2, {int(HEAD_DIM)}]", rotary_dim)
     index_dtype = IndexKDtype.parse(index_k_dtype)
     for name, cache, width in (("k_cache", k_cache, int(RECORD_BYTES)), ("v_cache", v_cache, int(RECORD_BYTES)),
