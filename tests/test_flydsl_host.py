@@ -64,6 +64,26 @@ def test_the_launcher_refuses_layouts_the_kernel_cannot_read_before_any_launch(m
     assert name in message and expected in message and "got" in message, message
 
 
+@pytest.mark.parametrize("name, dtype", [("q", torch.float16), ("q", torch.float32), ("out", torch.float32),
+                                         ("tables", torch.int64), ("context_lens", torch.int64),
+                                         ("query_scale", torch.float64), ("k_cache", torch.int8)])
+def test_the_launcher_refuses_dtypes_the_kernel_would_misread_before_any_launch(monkeypatch, name, dtype):
+    """The kernel reads raw addresses as bf16 / e4m3 q (any other q as e4m3), bf16 out, int32 tables and lengths, an
+    fp32 query_scale: another dtype (possible under ops' check=False) is refused by name, never read."""
+    pytest.importorskip("flydsl")
+    P = importlib.import_module("atom_mxfp4.kernels.flydsl.pa_decode")
+    monkeypatch.setattr(P, "require_gfx950", lambda device: None)
+    monkeypatch.setattr(P, "launch_split", lambda *a: pytest.fail("launched past a refused dtype"))
+    case = C.make_case("cpu", group=4, context_lens=[5, 300])
+    args = dict(out=case.out, q=case.q, k_cache=case.k_cache, v_cache=case.v_cache, tables=case.tables,
+                context_lens=case.context_lens, query_scale=torch.ones(2))
+    args[name] = args[name].to(dtype)
+    with pytest.raises(TypeError) as excinfo:
+        P.pa_decode(**args, softmax_scale=case.softmax_scale, plan=None)
+    message = str(excinfo.value)
+    assert f"{name}.dtype" in message and str(dtype) in message and "got" in message, message
+
+
 @pytest.mark.parametrize("rows,width,group", [(1, 16, 16), (4, 3, 8), (600, 16, 1)])
 def test_make_plan_follows_the_protocol_and_the_split_policy(rows, width, group):
     plan = F.make_plan(rows, width, group, "cpu")

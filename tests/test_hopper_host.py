@@ -74,6 +74,16 @@ def test_index_tensors_must_be_int32_even_unchecked(name):
     _message(excinfo, f"{name}.dtype", "torch.int32", "torch.int64")
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.int32])
+def test_query_scale_tensor_must_be_fp32_even_unchecked(dtype):
+    """The kernel multiplies the logits by the row's query_scale as loaded: fp64 would turn that arithmetic fp64 (ops
+    refuses it under check=True; the launcher under check=False too)."""
+    args = _args()
+    with pytest.raises(TypeError) as excinfo:
+        _call(args, query_scale=torch.ones(3, dtype=dtype))
+    _message(excinfo, "query_scale.dtype", "torch.float32", str(dtype))
+
+
 def test_query_scale_tensor_must_be_contiguous():
     scale = torch.ones(3, 2)[:, 0]
     with pytest.raises(ValueError) as excinfo:

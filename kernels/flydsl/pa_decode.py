@@ -127,6 +127,14 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     for name, tensor in (("q", q), ("out", out), ("k_cache", k_cache), ("v_cache", v_cache)):
         # the kernel declares 16-byte alignment for its vector loads / stores of these (pa_decode_kernel: _ir.load)
         expect_aligned(tensor, name, 16, "read / written as 16-byte vectors")
+    # the kernel reads raw addresses as these dtypes (a q that is not bf16 is read as e4m3, int64 tables as pairs of
+    # int32 words): another dtype, possible under ops' check=False, is refused, never misread
+    dtypes = (("q", q, (torch.bfloat16, torch.float8_e4m3fn)), ("out", out, (torch.bfloat16,)),
+              ("k_cache", k_cache, (torch.uint8,)), ("v_cache", v_cache, (torch.uint8,)),
+              ("tables", tables, (torch.int32,)), ("context_lens", context_lens, (torch.int32,))) + (
+        (("query_scale", query_scale, (torch.float32,)),) if isinstance(query_scale, torch.Tensor) else ())
+    for name, tensor, allowed in dtypes:
+        expect(tensor.dtype in allowed, f"{name}.dtype", " or ".join(map(str, allowed)), tensor.dtype, TypeError)
     plan, num_splits, partition_tokens = launch_split(plan, rows, width, group, device)
     if rows == 0:
         return out

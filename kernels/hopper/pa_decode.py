@@ -777,6 +777,8 @@ def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
         expect_contiguous(tensor, name)  # read by pointer with unit strides
     for name, tensor in indices:  # read as int32 words (free to check; a wider dtype would be misread)
         expect(tensor.dtype == torch.int32, f"{name}.dtype", "torch.int32", tensor.dtype, TypeError)
+    if isinstance(query_scale, torch.Tensor):  # an fp64 tensor would turn the logits' arithmetic fp64
+        expect(query_scale.dtype == torch.float32, "query_scale.dtype", "torch.float32", query_scale.dtype, TypeError)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         expect(cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0,
                f"{name} layout", f"contiguous [pages, heads, {L.RECORD_BYTES}] uint8 records, 16-byte aligned",
