@@ -4,12 +4,13 @@
 #       the group the final session's call 5 could not finish (Triton / layer / Hopper-index GPU tests, the decode,
 #       index and write contract tests with their strided inputs moved by H.to_device, the op tests; 420 s), then
 #       compute-sanitizer memcheck (130 s)
-#   bash docs/bench/2026-12-04-h200-next/call.sh sweep   (~5 min?, no carry)
-#       tests/test_layout_sweep.py on the GPU: every op x tensor argument x layout (strided, padded rows, storage
-#       offset 1) on the torch, Triton and Hopper backends (each alignment of an offset input is a new compile)
 #   bash docs/bench/2026-12-04-h200-next/call.sh tail    (~6 min, no carry)
 #       the split tail (HopperConfig.tail_splits, off by default): its GPU tests, then hopper_bench on issue 14's rows
 #       and the rows around one wave (396 programs), the default against tail_splits 2 / 3 / 4 in the same run
+#   bash docs/bench/2026-12-04-h200-next/call.sh sweep   (<= 9 min, no carry)
+#       tests/test_layout_sweep.py on the GPU, its layout half then its dtype half (270 s each): every op and the
+#       layer's step x tensor argument x layout / dtype on the torch, Triton and Hopper backends (each alignment or
+#       dtype of an input is a new compile)
 . scripts/device_pkg.sh
 atom_pkg /tmp/atom_new || exit 2
 export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
@@ -23,10 +24,12 @@ if [ "$1" = tests ]; then
   PYTHONPATH=/tmp/atom_new timeout 130 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -P \
     evals/bench/sanitize_cases.py > $R/memcheck.txt 2>&1
   echo "memcheck rc $?"; tail -n 2 $R/memcheck.txt
-elif [ "$1" = sweep ]; then
-  PYTHONPATH=/tmp/atom_new timeout 540 python3 -P -m pytest -q tests/test_layout_sweep.py -p no:cacheprovider \
-    -rf --durations=10 > $R/layout_sweep.txt 2>&1
-  echo "sweep rc $?" >> $R/layout_sweep.txt; tail -n 4 $R/layout_sweep.txt
+elif [ "$1" = sweep ]; then  # two halves, each with its own limit: every new pointer alignment or dtype is a compile
+  for part in layout dtype; do
+    PYTHONPATH=/tmp/atom_new timeout 270 python3 -P -m pytest -q tests/test_layout_sweep.py -k "${part}_is_refused" \
+      -p no:cacheprovider -rf --durations=5 > $R/${part}_sweep.txt 2>&1
+    echo "$part sweep rc $?" >> $R/${part}_sweep.txt; tail -n 4 $R/${part}_sweep.txt
+  done
 elif [ "$1" = tail ]; then
   PYTHONPATH=/tmp/atom_new timeout 240 python3 -P -m pytest -q tests/gpu/test_hopper_gpu.py -k "tail" \
     -p no:cacheprovider > $R/gpu_tests_tail.txt 2>&1
@@ -36,6 +39,6 @@ elif [ "$1" = tail ]; then
     --variant tail_splits=2 --variant tail_splits=3 --variant tail_splits=4 > $R/tail.log 2>&1
   echo "hopper_bench rc $?"; tail -n 12 $R/tail/hopper_bench.md
 else
-  echo "usage: call.sh tests|sweep|tail"; exit 2
+  echo "usage: call.sh tests|tail|sweep"; exit 2
 fi
 cd $OUT && tar czf results.tgz r && rm -rf r
