@@ -218,6 +218,22 @@ def cases():
                 yield op, name, layout
 
 
+def _checked_or_unchecked(op, name, variant, backend, what):
+    """The op's results on fresh ``variant()`` arguments under check=True; refused, the refusal must name the argument
+    (or an alias of it), and the unchecked call's results are returned instead: None when it is refused too (any
+    error: nothing was read wrong)."""
+    call = OPS[op][1]
+    try:
+        return call(variant(), backend, True)
+    except REFUSALS as error:
+        assert any(alias in str(error) for alias in ALIASES.get(name, (name,))), \
+            f"{op} refused {what} {name} without naming it: {error}"
+    try:
+        return call(variant(), backend, False)
+    except (*REFUSALS, RuntimeError):
+        return None
+
+
 _WANT: dict = {}
 
 
@@ -232,22 +248,18 @@ def _contiguous_results(op, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("op, name, layout", list(cases()))
 def test_a_layout_is_refused_or_read_right(op, name, layout, backend):
-    make, call = OPS[op]
+    make = OPS[op][0]
     want = _contiguous_results(op, backend)
-    args = on_device(make(0))
-    args[name] = LAYOUTS[layout](args[name])
-    assert torch.equal(bits(args[name]), bits(make(0)[name]))  # the same values, another layout
-    try:
-        got = call(args, backend, True)
-    except REFUSALS as error:
-        assert any(alias in str(error) for alias in ALIASES.get(name, (name,))), \
-            f"{op} refused {layout} {name} without naming it: {error}"
+
+    def variant():
         args = on_device(make(0))
         args[name] = LAYOUTS[layout](args[name])
-        try:
-            got = call(args, backend, False)
-        except (*REFUSALS, RuntimeError):
-            return  # unchecked, still refused: never misread
+        return args
+
+    assert torch.equal(bits(variant()[name]), bits(make(0)[name]))  # the same values, another layout
+    got = _checked_or_unchecked(op, name, variant, backend, layout)
+    if got is None:
+        return  # unchecked, still refused: never misread
     for i, (g, w) in enumerate(zip(got, want)):
         assert torch.equal(bits(g), w), f"{op} on {backend}: {layout} {name} accepted but result {i} differs"
 
@@ -298,14 +310,8 @@ def test_a_dtype_is_refused_or_read_right(op, name, dtype, backend):
     except RuntimeError:  # the torch twin cannot compute with it: the values are exact in both dtypes here
         assert dtype in (torch.float64, torch.int64), (op, name, dtype)
         want = call(on_device(make(0)), "torch", True)
-    try:
-        got = call(cast_args(), backend, True)
-    except REFUSALS as error:
-        assert any(alias in str(error) for alias in ALIASES.get(name, (name,))), \
-            f"{op} refused {dtype} {name} without naming it: {error}"
-        try:
-            got = call(cast_args(), backend, False)
-        except (*REFUSALS, RuntimeError):
-            return
+    got = _checked_or_unchecked(op, name, cast_args, backend, dtype)
+    if got is None:
+        return
     problem = _agree(op, got, want)
     assert problem is None, f"{op} on {backend}: {name} as {dtype} accepted, but {problem}"

@@ -479,10 +479,17 @@ def test_pa_decode_cuda_graph_replay_equals_eager(rows, width, splits):
     # splits) through L2
     assert P.cluster_for(plan.config, rows, plan.num_splits, DEV) == (16 if rows <= 2 else 1)
     assert plan.num_splits == {2: 32, 1: 64}.get(rows, plan.num_splits)
+    _replay_equals_eager(gen, q, k, v, tables, context_lens, plan)
+
+
+def _replay_equals_eager(gen, q, k, v, tables, context_lens, plan):
+    """pa_decode captured once, replayed after new q and lengths are written into the same buffers (as a decode step
+    would): bit for bit the eager call on them."""
+    rows, width = tables.shape
     out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
     args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
 
-    def refill():  # new contents in the same buffers (as a decode step would), then replay vs eager
+    def refill():
         q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
         context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
 
@@ -649,18 +656,7 @@ def test_the_split_tail_cuda_graph_replay_equals_eager():
     q, k, v, tables, context_lens = (x.to(DEV) for x in _case(gen, rows, 16, width, lens))
     plan = hopper_backend.make_plan(rows, width, 16, DEV, config=TAIL)
     assert P.tail_for(TAIL, rows, width, plan.num_splits, P.SOURCE_TABLES, DEV)[1] == 3
-    out = torch.empty(rows, 16, L.HEAD_DIM, dtype=torch.bfloat16, device=DEV)
-    args = dict(softmax_scale=0.08, query_scale=None, plan=plan)
-
-    def refill():
-        q.copy_(torch.randn(q.shape, generator=gen).bfloat16().to(DEV))
-        context_lens.copy_(torch.randint(0, width * 128 + 1, (rows,), generator=gen, dtype=torch.int32).to(DEV))
-
-    H.capture_then_replay(lambda: hopper_backend.pa_decode(out, q, k, v, tables, context_lens, **args), refill)
-    replayed = out.clone()
-    eager = torch.empty_like(out)
-    hopper_backend.pa_decode(eager, q, k, v, tables, context_lens, **args)
-    assert torch.equal(replayed.view(torch.int16), eager.view(torch.int16))
+    _replay_equals_eager(gen, q, k, v, tables, context_lens, plan)
 
 
 def test_the_dense_attend_with_the_split_tail_equals_pa_decode_over_its_tables():
