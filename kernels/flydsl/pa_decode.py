@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous
+from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous, expect_dtype
 from atom_mxfp4.plan import DecodePlan, check_forced_splits, check_plan, plan_device
 
 from . import NAME
@@ -134,7 +134,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
               ("tables", tables, (torch.int32,)), ("context_lens", context_lens, (torch.int32,))) + (
         (("query_scale", query_scale, (torch.float32,)),) if isinstance(query_scale, torch.Tensor) else ())
     for name, tensor, allowed in dtypes:
-        expect(tensor.dtype in allowed, f"{name}.dtype", " or ".join(map(str, allowed)), tensor.dtype, TypeError)
+        expect_dtype(tensor, f"{name}.dtype", allowed)
     plan, num_splits, partition_tokens = launch_split(plan, rows, width, group, device)
     if rows == 0:
         return out

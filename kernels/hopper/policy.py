@@ -214,13 +214,13 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     # one-page splits: a launch of r rows x w <= ONE_PAGE_SPLIT_WIDTH pages with r x w <= SMs takes r x w slots
     one_page = min(num_rows * min(max_table_width, ONE_PAGE_SPLIT_WIDTH), sms) if max_table_width >= 2 else 0
     most = min(MAX_SPLITS, max(1, max_table_width // MIN_PAGES_PER_SPLIT))
-    wide = min(num_rows * most, max(1, config.programs_per_sm) * sms) if most > 1 else 0
+    wave = max(1, config.programs_per_sm) * sms
+    wide = min(num_rows * most, wave) if most > 1 else 0
     # clustered splits (``_clustered_splits``): r x splits <= SMs // 2, at most CLUSTERED_SPLITS[0] per row (a launch
     # over clusters needs fewer, but the plan protocol counts rows x splits)
     clustered = (min(num_rows * min(max_table_width, CLUSTERED_SPLITS[0]), sms // 2)
                  if max_table_width >= CLUSTERED_SPLITS[-1] and config.cluster is not False else 0)
     # the split tail (``tail_for``): fewer rows than a wave, each taking at most tail_splits slots
-    wave = max(1, config.programs_per_sm) * sms
     tail = (wave - 1) * config.tail_splits if config.tail_splits and num_rows > wave else 0
     return max(one_page, wide, clustered, tail)
 
