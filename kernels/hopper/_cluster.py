@@ -24,6 +24,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from . import layout as L
+from ._gluon import cta_barrier
 
 BLOCK_H = gl.constexpr(L.BLOCK_H)
 HEAD_DIM = gl.constexpr(L.HEAD_DIM)
@@ -58,7 +59,6 @@ def _arrive_constraints(pack):
     return ",".join(["=r"] * pack + ["f"] * pack)
 
 
-cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # the CTA barrier: triton 3.6's name / 3.7's
 
 
 @gluon.constexpr_function

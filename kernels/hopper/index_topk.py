@@ -42,6 +42,7 @@ from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 
 from . import layout as L
+from ._gluon import FUSED, async_load, cta_barrier
 from ._decode import unpack_bf16x2
 from .pa_decode import _k_operand
 
@@ -93,7 +94,6 @@ FP8_ASM = gl.constexpr("\n".join([
     "cvt.f32.f16 f0, a0;", "cvt.f32.f16 f1, a1;", "cvt.f32.f16 f2, b0;", "cvt.f32.f16 f3, b1;",
     "cvt.rn.bf16x2.f32 $0, f1, f0;", "cvt.rn.bf16x2.f32 $1, f3, f2;", "}"]))
 
-_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # triton 3.6's name / 3.7's
 
 
 @gluon.jit
@@ -190,11 +190,9 @@ def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_bloc
     token = gl.arange(0, PAGE, layout=gl.SliceLayout(1, COPY))
     word = gl.arange(0, CODE_WORDS, layout=gl.SliceLayout(0, COPY))
     mask = (token < valid)[:, None] & (word < CODE_WORDS)[None, :]
-    async_copy.async_copy_global_to_shared(codes.index(slot), index_k_ptr + record + token[:, None] * CODE_WORDS
-                                           + word[None, :], mask=mask)
+    async_load(codes.index(slot), index_k_ptr + record + token[:, None] * CODE_WORDS + word[None, :], mask=mask)
     scale_token = gl.arange(0, PAGE, layout=COPY_SCALES)
-    async_copy.async_copy_global_to_shared(scales.index(slot), index_k_ptr + record + SCALE_WORD + scale_token,
-                                           mask=scale_token < valid)
+    async_load(scales.index(slot), index_k_ptr + record + SCALE_WORD + scale_token, mask=scale_token < valid)
 
 
 @gluon.jit
@@ -231,7 +229,7 @@ def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_
     next_page = _page_of(table_row, first + STAGES - 1, end, init_blocks, own, local_blocks)  # a trip ahead
     for i in range(0, trips):
         async_copy.wait_group(STAGES - 2)  # this thread's copies of block first + i landed
-        _cta_barrier()  # everyone's did, and every warp is done with the slot refilled below
+        cta_barrier()  # everyone's did, and every warp is done with the slot refilled below
         block = first + i + STAGES - 1
         _issue(index_k_ptr, next_page, block, end, position, init_blocks, own, local_blocks, (i + STAGES - 1) % STAGES,
                codes, scales, INDEX_FP8)
@@ -240,7 +238,7 @@ def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_
         page_max = _page_maxima(q0, q1, q2, q3, codes, scales, i % STAGES, (first + i) * PAGE, position, INDEX_FP8)
         maxima.index(i).store(page_max)
     async_copy.wait_group(0)
-    _cta_barrier()
+    cta_barrier()
     # the rank keys of blocks [first, end): the Triton kernel's (monotone int of the score, -0 as +0; forced blocks
     # INIT_KEY / LOCAL_KEY, init first)
     head = gl.arange(0, HEADS, layout=gl.SliceLayout(0, MAXIMA))
@@ -310,7 +308,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
         STAGES=stages_for(rows, max_blocks, index_dtype) if cfg.stages is None else cfg.stages,
-        INDEX_FP8=index_dtype is IndexKDtype.FP8, num_warps=NUM_WARPS,
+        INDEX_FP8=index_dtype is IndexKDtype.FP8, num_warps=NUM_WARPS, **FUSED,
     )
     return triton_index.select_topk(keys, row_position, out, topk=topk)
 
@@ -332,4 +330,4 @@ def compile_for_sm90(config: IndexConfig = IndexConfig(stages=3), index_k_dtype:
     stages = 3 if config.stages is None else config.stages
     constants = {"STAGES": stages, "INDEX_FP8": IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8}
     return triton.compile(GluonASTSource(_score_kernel, SIGNATURE, constants, attrs),
-                          target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS, **FUSED})

@@ -53,6 +53,7 @@ from atom_mxfp4.plan import check_plan, checked_split
 from . import NAME
 from . import _cluster
 from . import layout as L
+from ._gluon import FUSED, async_load, cta_barrier
 from ._decode import (BYTE_TOPS, decode_k_operand, decode_v_operand, scale_bf16x2, warp_map, window_misses,
                       window_probabilities, window_query, window_scale_bf16x2)
 # the split policy and the plan (policy.py), re-exported: this module is the Hopper pa_decode's whole interface
@@ -155,7 +156,6 @@ def _combine_out(warps):  # [16, 128]: 4 consecutive head dims per thread
     return gl.SliceLayout(0, _combine(warps))
 
 
-_cta_barrier = _cluster.cta_barrier
 
 # ---- device code ---------------------------------------------------------------------------------------------------
 @gluon.constexpr_function
@@ -272,10 +272,10 @@ def _issue_page(k_ptr, v_ptr, page_id, context, page_index, page_end, slot, k_co
     scale_token = gl.arange(0, PAGE, layout=COPY_SCALES)
     scale_offset = record + SCALE_WORD + scale_token
     scale_mask = scale_token < valid
-    async_copy.async_copy_global_to_shared(k_codes.index(slot), k_ptr + code_offset, mask=code_mask)
-    async_copy.async_copy_global_to_shared(k_scales.index(slot), k_ptr + scale_offset, mask=scale_mask)
-    async_copy.async_copy_global_to_shared(v_codes.index(slot), v_ptr + code_offset, mask=code_mask)
-    async_copy.async_copy_global_to_shared(v_scales.index(slot), v_ptr + scale_offset, mask=scale_mask)
+    async_load(k_codes.index(slot), k_ptr + code_offset, mask=code_mask)
+    async_load(k_scales.index(slot), k_ptr + scale_offset, mask=scale_mask)
+    async_load(v_codes.index(slot), v_ptr + code_offset, mask=code_mask)
+    async_load(v_scales.index(slot), v_ptr + scale_offset, mask=scale_mask)
 
 
 @gluon.jit
@@ -489,7 +489,7 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
     for page_index in range(page_begin, page_end):
         i = page_index - page_begin
         async_copy.wait_group(STAGES - 2)  # this thread's copies of page i landed
-        _cta_barrier()  # everyone's did, and every warp is done with page i - 1's slot
+        cta_barrier()  # everyone's did, and every warp is done with page i - 1's slot
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
         async_copy.commit_group()
@@ -653,7 +653,7 @@ def _pa_decode_kernel(
                                    k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB)
     if FAST_DECODE:
         if not exact:  # a scale byte or a query element outside the window: the same pages with the exact decode
-            _cta_barrier()  # every warp is done with the ring
+            cta_barrier()  # every warp is done with the ring
             # the program's values are derived again (AGAIN) rather than kept live over the hot loop (spilled registers)
             row, context, page_begin, page_end, table_base, ids_base, head, table_end, scale = _program_pages(
                 context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr, table_stride, table_width,
@@ -714,7 +714,7 @@ def _split_epilogue(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, context_l
     base = (slot_row * num_splits + split) * BLOCK_H
     gl.store(part_out_ptr + (base + head[:, None]) * HEAD_DIM + dim[None, :], out)
     gl.store(part_lse_ptr + base + head, lse)
-    _cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
+    cta_barrier()  # every thread's partial is stored; the release below covers them (cumulative)
     done = gl.atomic_add(counters_ptr + row, 1, sem="acq_rel", scope="gpu")
     if done == num_splits - 1:  # acquire: every split's partial is visible
         used = _used_splits(row, context_lens_ptr, position_ptr, table_width, num_kv_heads, num_splits,
@@ -826,7 +826,8 @@ def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, p
     # specialisation of the kernels without a tail whatever the row count (an int 1 or a multiple of 16 is another)
     constexprs = dict(HAS_QUERY_SCALE=has_query_scale, SPLIT=splits > cluster, STAGES=cfg.stages,
                       FAST_DECODE=cfg.fast_decode, SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
-                      TAIL=tail, num_warps=warps, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
+                      TAIL=tail, num_warps=warps, **FUSED,
+                      **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
     if tail:
         _pa_decode_kernel[(programs, 1)](*args, **constexprs)
         return out
@@ -985,6 +986,6 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     warps = L.WARPS if config.warps is None else config.warps
-    options = {"num_warps": warps, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}
+    options = {"num_warps": warps, **FUSED, **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})}
     return triton.compile(GluonASTSource(_pa_decode_kernel, SIGNATURE, constants, attrs),
                           target=GPUTarget("cuda", 90, 32), options=options)
