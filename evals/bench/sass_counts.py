@@ -36,6 +36,8 @@ from triton.compiler import ASTSource  # noqa: E402
 
 decode = importlib.import_module("atom_mxfp4.kernels.triton.pa_decode")
 decode_variant = importlib.import_module("atom_mxfp4.kernels.triton._mxfp4").decode_variant
+_options = importlib.import_module("atom_mxfp4.kernels.triton._options")
+FUSED, UNFUSED = _options.FUSED, _options.UNFUSED  # the launchers' compile options: the SASS counted is the SASS run
 
 SIGNATURE = {
     "out_ptr": "*bf16", "q_ptr": "*bf16", "k_ptr": "*u8", "v_ptr": "*u8", "tables_ptr": "*i32",
@@ -71,8 +73,8 @@ def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str,
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     kernel = triton.compile(ASTSource(decode._pa_decode_kernel, SIGNATURE, constants, attrs),
                             target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": config.num_warps, "num_stages": config.num_stages,
-                                     **({"maxnreg": config.maxnreg} if config.maxnreg else {})})
+                            options={"num_warps": config.num_warps, "num_stages": config.num_stages, **FUSED,
+                                     **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})})
     return cubin_sass(kernel.asm["cubin"]), kernel.metadata.shared
 
 
@@ -134,7 +136,7 @@ def index_counts(index_k_dtype: str, asm: bool) -> dict:
                  "INDEX_FP8": dtype is IndexKDtype.FP8, "INDEX_RECORD_BYTES": dtype.record_bytes}
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(INDEX_SIGNATURE.values()) if kind[0] == "*"}
     kernel = triton.compile(ASTSource(index._score_kernel, INDEX_SIGNATURE, constants, attrs),
-                            target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps})
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps, **FUSED})
     return whole_kernel_counts(kernel)
 
 
@@ -167,7 +169,7 @@ def write_counts(config, index_fp8: bool = False) -> dict:
              if kind[0] == "*" or name.endswith("stride")}
     kernel = triton.compile(ASTSource(write._qknorm_rope_write_kernel, signature, constants, attrs),
                             target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": config.num_warps, "enable_fp_fusion": False,
+                            options={"num_warps": config.num_warps, **UNFUSED,
                                      **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})})
     return {**whole_kernel_counts(kernel), **resource_usage(kernel.asm["cubin"]),
             **branch_counts(kernel, config, signature),
@@ -266,6 +268,21 @@ def loop_counts(config: decode.DecodeConfig) -> tuple[LoopCounts, str]:
     return LoopCounts(len(body), ops, shared, elements), sass
 
 
+def decode_variants() -> dict:
+    """Each decode variant, direct and split: whole-kernel counts (``whole_kernel_counts``' fields), its main loop's
+    length and the local loads in it."""
+    found = {}
+    for name, config in VARIANTS.items():
+        for split in (False, True):
+            sass, shared = compile_sass(config, split)
+            ops = opcodes(text for _, text in instructions(sass))
+            loop = main_loop(sass)
+            found[name + (", split" if split else "")] = {
+                "instructions": sum(ops.values()), "ops": dict(ops), "shared": shared, "loop_instructions": len(loop),
+                "loop_spill_loads": opcodes(loop).get("LDL", 0)}
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dump", type=Path, help="write each variant's SASS into this folder")
@@ -273,7 +290,12 @@ def main() -> None:
                         help="print index_topk's score-kernel counts per index-K variant as one JSON line, nothing else")
     parser.add_argument("--write-json", action="store_true",
                         help="print fused_qknorm_rope_write's counts per tokens per program as one JSON line")
+    parser.add_argument("--decode-json", action="store_true",
+                        help="print pa_decode's counts per variant (direct and split) as one JSON line")
     args = parser.parse_args()
+    if args.decode_json:
+        print(json.dumps(decode_variants()))
+        return
     if args.write_json:
         print(json.dumps(write_variants()))
         return

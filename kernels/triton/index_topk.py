@@ -31,6 +31,7 @@ from atom_mxfp4.plan import sm_count
 from . import INTERPRETER_SMS
 from ._fp8 import fp8_query_blocks, fp8_scores, load_fp8_tokens
 from ._mxfp4 import HEAD_DIM, NO_BLOCK, PAGE_SIZE, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile
+from ._options import FUSED
 
 INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
 LOCAL_KEY = tl.constexpr(_LOCAL_KEY)
@@ -195,7 +196,7 @@ def select_topk(keys, row_position, out, *, topk, config=None):
     _select_kernel[(rows, heads)](
         keys, row_position, out, rows, max_blocks,
         TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), BLOCKS_POW2=triton.next_power_of_2(max_blocks),
-        num_warps=cfg.select_warps,
+        num_warps=cfg.select_warps, **FUSED,
     )
     return out
 
@@ -240,6 +241,6 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
         BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DECODE=decode_variant(cfg.asm).value, Q_FP32=q_fp32,
         INDEX_FP8=index_dtype is IndexKDtype.FP8, INDEX_RECORD_BYTES=width,
-        num_warps=cfg.score_warps,
+        num_warps=cfg.score_warps, **FUSED,
     )
     return select_topk(keys, row_position, out, topk=topk, config=cfg)

@@ -30,6 +30,7 @@ from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checke
                              split_pages)
 
 from . import INTERPRETER_SMS, NAME
+from ._options import FUSED
 from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_tokens, mma_bf16, mma_operand, qk_tile, \
     to_bf16_rne
 
@@ -308,10 +309,10 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         plan.part_out if split else out, plan.part_lse if split else out,
         width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
         HAS_QUERY_SCALE=has_query_scale, SPLIT=split, BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(),
-        DECODE=decode_variant(cfg.asm).value, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        DECODE=decode_variant(cfg.asm).value, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **FUSED,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
         _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, width, group, pages_per_split, splits,
-                               num_warps=4)
+                               num_warps=4, **FUSED)
     return out

@@ -33,6 +33,7 @@ from atom_mxfp4.layout import qkv_rows
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
     mma_bf16, quantize_pair, slot_record, to_output
 from ._fp8 import store_fp8_tokens
+from ._options import UNFUSED
 
 assert int(HEAD_DIM) & (int(HEAD_DIM) - 1) == 0  # 1 / HEAD_DIM is exact
 INV_HEAD_DIM = tl.constexpr(1.0 / int(HEAD_DIM))
@@ -354,6 +355,6 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
         HEADS_PER_PROGRAM=cfg.heads_per_program,
         INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), EARLY_LOADS=cfg.early_loads,
         num_warps=cfg.num_warps,
-        enable_fp_fusion=False, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
+        **UNFUSED, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     return q_out, iq_out

@@ -21,6 +21,7 @@ from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.layout import MAX_PAGES_PER_BLOCK, MAX_TOPK
 
 from ._mxfp4 import PAGE_SIZE
+from ._options import FUSED
 
 
 @triton.jit
@@ -83,6 +84,6 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         topk_blocks, block_table, row_request, row_position, tables, context_lens,
         rows, nkv, block_table.stride(0),
         TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), PPB=ppb, PPB_POW2=triton.next_power_of_2(ppb),
-        num_warps=1,
+        num_warps=1, **FUSED,
     )
     return tables, context_lens
