@@ -142,3 +142,49 @@ def test_index_topk_ids_with_subnormal_index_keys():
     ids = {b: ops.index_topk(*(a.to(DEVICE) for a in args), topk=3, local_blocks=0, backend=b).cpu()
            for b in ("torch", "triton")}
     assert torch.equal(ids["triton"], ids["torch"]), f"{ids}"
+
+
+@triton.jit
+def _masked_copy_kernel(src_ptr, dst_ptr, first, last, n):
+    for i in tl.range(0, n):
+        read = (i >= first) & (i <= last)  # a scalar comparison: typed int32 by the interpreter over numpy bools
+        offset = i * 4 + tl.arange(0, 4)
+        mask = (tl.arange(0, 4) <= i) & read  # its splat holds int32 data
+        tl.store(dst_ptr + offset, tl.load(src_ptr + offset, mask=mask, other=-1), mask=mask)
+
+
+def test_masks_from_scalar_comparisons_load_and_store_as_on_the_gpu():
+    """The index scorer's mask shape (``visible & read``): 3.9's interpreter refused its int32 data ("mask has
+    unsupported dtype") until the compat layer cast masks to bool; the GPU reads it as a predicate either way."""
+    src = torch.arange(16, dtype=torch.int32, device=DEVICE)
+    dst = torch.full((16,), -7, dtype=torch.int32, device=DEVICE)
+    _masked_copy_kernel[(1,)](src, dst, 1, 2, 4)
+    want = torch.full((16,), -7, dtype=torch.int32)
+    for i in (1, 2):
+        want[i * 4:i * 4 + i + 1] = torch.arange(i * 4, i * 4 + i + 1, dtype=torch.int32)
+    assert torch.equal(dst.cpu(), want), dst
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's builder (CPU only)")
+def test_masked_load_and_store_get_bool_masks():
+    import numpy as np
+    from triton.runtime.interpreter import TensorHandle
+
+    from atom_mxfp4.kernels.triton._interpreter_compat import _bool_masks
+
+    seen = []
+
+    class Builder:  # the two methods _bool_masks wraps, recording the mask each receives
+        def create_masked_load(self, ptrs, mask, other, *rest):
+            seen.append(mask)
+            return mask
+
+        def create_masked_store(self, ptrs, value, mask, *rest):
+            seen.append(mask)
+
+    _bool_masks(Builder)
+    ints = TensorHandle(np.array([0, 1, 2], dtype=np.int32), tl.int32)
+    Builder().create_masked_load(None, ints, None, None, False)
+    Builder().create_masked_store(None, None, ints, None)
+    assert [m.data.dtype for m in seen] == [np.bool_, np.bool_] and [m.dtype for m in seen] == [tl.int1, tl.int1]
+    assert seen[0].data.tolist() == [False, True, True]

@@ -1,6 +1,6 @@
-"""Make Triton 3.6's interpreter (TRITON_INTERPRET=1, used by the CPU tests) run these kernels as the GPU does.
+"""Make Triton's interpreter (TRITON_INTERPRET=1, used by the CPU tests) run these kernels as the GPU does.
 
-Two fixes, both for the interpreter only (it is never used on the GPU path):
+Three fixes, all for the interpreter only (it is never used on the GPU path); 1 and 2 for 3.6 (CI's), 3 for 3.9:
 
 1. Loops with run-time bounds. The interpreter holds scalars as 1-element numpy arrays and converts a loop bound
    with ``int(array)``, which numpy >= 2.3 refuses for arrays of ndim 1 ("only 0-dimensional arrays can be converted
@@ -12,6 +12,10 @@ Two fixes, both for the interpreter only (it is never used on the GPU path):
    It also truncates fp32 -> bf16 where the GPU rounds to nearest even. Replaced for that one pair of types by the
    exact bit operations the hardware performs: bf16 -> fp32 is ``bits << 16``; fp32 -> bf16 rounds to nearest even
    (NaN -> 0x7FC0 with the input's sign). Every other conversion is left to the interpreter.
+3. Masks held as integers. The interpreter types a comparison's result as its left operand's type (int32 for
+   ``offs <= position``) over numpy booleans, so a splat of it (``visible & read`` with ``read`` a scalar) holds
+   int32 data; 3.9's compiled ``load`` / ``store`` refuse a mask that is not numpy bool ("mask has unsupported
+   dtype"), where 3.6's took it. The mask a masked load or store gets is cast to bool (0 / 1 either way).
 """
 
 import numpy as np
@@ -36,11 +40,34 @@ def _bf16_fp32(convert):
     return convert_float
 
 
+def _bool_masks(builder) -> None:
+    load, store = builder.create_masked_load, builder.create_masked_store
+
+    def as_bool(mask):
+        import triton.language as tl
+
+        if mask is not None and mask.data.dtype != np.bool_:
+            mask = type(mask)(mask.data.astype(np.bool_), tl.int1)
+        return mask
+
+    def create_masked_load(self, ptrs, mask, *args, **kwargs):
+        return load(self, ptrs, as_bool(mask), *args, **kwargs)
+
+    def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
+        return store(self, ptrs, value, as_bool(mask), *args, **kwargs)
+
+    create_masked_load._atom_mxfp4_patched = True
+    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
+
+
 def patch_interpreter() -> None:
     try:
         from triton.runtime import interpreter
     except ImportError:  # pragma: no cover - triton without the interpreter
         return
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    if builder is not None and not getattr(builder.create_masked_load, "_atom_mxfp4_patched", False):
+        _bool_masks(builder)
     convert = getattr(interpreter, "_convert_float", None)
     if convert is not None and not getattr(convert, "_atom_mxfp4_patched", False):
         interpreter._convert_float = _bf16_fp32(convert)
