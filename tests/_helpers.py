@@ -392,11 +392,32 @@ def capture_then_replay(step, refill) -> None:
     torch.cuda.synchronize()
 
 
+# The triton series compiled beside the installed one (scripts/install.d/45-triton-series.sh): 3.8 (torch 2.14.1's pin,
+# SGLang 0.5.23's; the Hopper backend accepts it) and 3.9 (torch 2.15's pin; compile checks only).
+TRITON_SERIES = ("installed", "3.8", "3.9")
+
+
+def triton_series_dir(series: str):
+    """The folder holding triton ``series`` ("3.8", "3.9"; None for "installed"), checked to hold that series; skips
+    when the install script has not put it there."""
+    import pytest
+    from pathlib import Path
+
+    if series == "installed":
+        return None
+    folder = Path(__file__).resolve().parents[1] / f".triton{series.replace('.', '')}"
+    version = folder / ".version"
+    if not (folder / "triton").is_dir() or not version.is_file():
+        pytest.skip(f"triton {series} is not installed in {folder} (bash scripts/install.d/45-triton-series.sh)")
+    assert version.read_text().startswith(series + "."), (folder, version.read_text())
+    return folder
+
+
 def sm90_compile_report(script: str, *args: str, triton_dir=None) -> dict:
     """Run ``evals/bench/<script>`` (a compile-for-sm_90 report; ``args`` select its JSON mode) in a subprocess
     without the TRITON_INTERPRET=1 the CPU test session sets, and return the JSON of its last stdout line. Skips when
     Triton's ptxas is absent (no sm_90 compile possible). ``triton_dir``: a folder holding another triton package
-    (scripts/install.d/45-triton38.sh), put first on the subprocess's PYTHONPATH."""
+    (``triton_series_dir``), put first on the subprocess's PYTHONPATH."""
     import json
     import os
     import subprocess

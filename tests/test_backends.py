@@ -5,13 +5,18 @@ No gfx950 device exists here, so the device probe and the self-check are replace
 selection logic that runs on top of them.
 """
 
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 
 from atom_mxfp4 import backends
 from atom_mxfp4.kernels import flydsl, triton
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _helpers as H  # noqa: E402
 
 
 @pytest.fixture
@@ -126,7 +131,8 @@ def test_hopper_needs_the_triton_it_is_written_for(monkeypatch):
     backends._resolve.cache_clear()
     backends._warned.clear()
     try:
-        warning = r"needs triton 3\.6\.x or 3\.8\.x.*got triton 3\.7\.1; using the Triton backend"
+        warning = (r"needs triton 3\.6\.x or 3\.8\.x.*got triton 3\.7\.1 "
+                   r"\(ATOM_MXFP4_HOPPER_TRITON_SERIES=3\.7 takes it untested\); using the Triton backend")
         with pytest.warns(RuntimeWarning, match=warning):
             assert backends.resolve_backend(None, "cuda:0").name == "triton"
         with pytest.raises(backends.BackendUnavailable, match=r"got triton 3\.7\.1"):
@@ -138,3 +144,47 @@ def test_hopper_needs_the_triton_it_is_written_for(monkeypatch):
     finally:
         backends._resolve.cache_clear()
         backends._warned.clear()
+
+
+def test_hopper_takes_another_series_only_when_asked(monkeypatch):
+    """ATOM_MXFP4_HOPPER_TRITON_SERIES adds series the backend takes untested (to run its GPU tests under a new
+    release): parsed as comma-separated major.minor, a malformed value refused naming the variable."""
+    from atom_mxfp4.kernels import hopper
+
+    for value, series in (("", ()), ("3.9", ("3.9.",)), (" 3.9., 3.10 ", ("3.9.", "3.10."))):
+        monkeypatch.setenv(hopper.SERIES_ENV, value)
+        assert hopper._extra_series() == series, value
+    for value in ("3", "3.9x", "three.nine", "3.9.0"):
+        monkeypatch.setenv(hopper.SERIES_ENV, value)
+        with pytest.raises(ValueError, match=f"ATOM_MXFP4_HOPPER_TRITON_SERIES must be .*got {value!r}"):
+            hopper._extra_series()
+    monkeypatch.setattr(hopper, "_triton_version", lambda: "3.9.0")
+    assert "got triton 3.9.0" in hopper._triton_problem()
+    monkeypatch.setattr(hopper, "ACCEPTED_SERIES", hopper.TRITON_SERIES + ("3.9.",))
+    assert hopper._triton_problem() is None
+
+
+def test_hopper_kernels_import_under_triton_3_9_only_when_asked():
+    """Under triton 3.9 (torch 2.15's pin; .triton39/ from scripts/install.d/45-triton-series.sh) the package imports
+    without the Hopper kernels, saying why; with ATOM_MXFP4_HOPPER_TRITON_SERIES=3.9 they import (3.9's Gluon names:
+    kernels/hopper/_gluon.py)."""
+    import os
+    import subprocess
+    import sys
+
+    from atom_mxfp4.kernels import hopper
+
+    folder = H.triton_series_dir("3.9")
+    probe = ("import triton; from atom_mxfp4.kernels import hopper; "
+             "print(triton.__version__, hasattr(hopper, 'pa_decode'), hasattr(hopper, 'index_topk'), "
+             "hopper._triton_problem())")
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(folder)] + [p for p in [env.get("PYTHONPATH")] if p])
+    found = {}
+    for value in ("", "3.9"):
+        env[hopper.SERIES_ENV] = value
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found[value] = done.stdout.strip().splitlines()[-1]
+    assert found[""].startswith("3.9.0 False False needs triton 3.6.x or 3.8.x"), found
+    assert found["3.9"] == "3.9.0 True True None", found

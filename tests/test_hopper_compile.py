@@ -13,8 +13,9 @@ TRITON_INTERPRET=1 the CPU test session sets) compiles the shipped variants with
 - the code outside the loop (once per program) stays small: few CTA barriers, a short epilogue;
 - the registers and shared memory leave the config's ``programs_per_sm`` programs room on an H200 SM;
 - docs/hopper.md quotes the measured figures (so the page cannot go stale).
-Each check runs under the installed triton (3.6.0) and under triton 3.8.0 (the other series the backend accepts:
-torch 2.14.1's pin, SGLang 0.5.23's), whose report comes from .triton38/ (scripts/install.d/45-triton38.sh).
+Each check runs under the installed triton (3.6.0), under triton 3.8.0 (the other series the backend accepts: torch
+2.14.1's pin, SGLang 0.5.23's) and under 3.9.0 (torch 2.15's pin: compiled here, not yet run on a GPU, so not taken
+by the backend), whose reports come from .triton38/ and .triton39/ (scripts/install.d/45-triton-series.sh).
 Counts are not times: tests/gpu/test_hopper_gpu.py and evals/bench/hopper_bench.py are the GPU side.
 """
 
@@ -35,7 +36,8 @@ import _helpers as H  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "hopper.md"
-DOC_TRITON38 = ROOT / "docs" / "bench" / "2026-12-04-h200-clamp" / "hopper_sass_triton38.txt"
+DOC_SERIES = {"3.8": ROOT / "docs" / "bench" / "2026-12-04-h200-clamp" / "hopper_sass_triton38.txt",
+              "3.9": ROOT / "docs" / "bench" / "2026-12-04-triton39" / "hopper_sass_triton39.txt"}
 
 # Issue 14's budget: at 80% of the H200's copy bandwidth (0.8 x 4.24 TB/s) the kernel moves 0.53 B of MXFP4 per
 # decoded element, 6.4e12 elements/s; 132 SMs x 4 schedulers x 1.78 GHz (the SM clock Nsight Compute saw under this
@@ -57,24 +59,14 @@ H200_SHARED_PER_SM = 228 * 1024
 SHARED_RESERVED_PER_PROGRAM = 1024  # the driver's per-block reservation (cuobjdump's static SHARED:1024)
 
 
-# The triton series the backend accepts (kernels/hopper TRITON_SERIES): the installed 3.6.0 and 3.8.0 (torch 2.14.1's
-# pin, SGLang 0.5.23's), which scripts/install.d/45-triton38.sh puts in .triton38/: every check below runs under both.
-TRITON38 = ROOT / ".triton38"
-TRITONS = ["installed", "3.8"]
-
-
-def _triton_dir(which):
-    if which == "installed":
-        return None
-    if not (TRITON38 / "triton").is_dir():
-        pytest.skip(f"triton 3.8 is not installed in {TRITON38} (bash scripts/install.d/45-triton38.sh)")
-    return TRITON38
+# Every check below runs under each series of H.TRITON_SERIES: the installed 3.6.0, 3.8.0 and 3.9.0.
+TRITONS = list(H.TRITON_SERIES)
 
 
 def _report(which, *args):
-    found = H.sm90_compile_report("hopper_sass.py", *args, triton_dir=_triton_dir(which))
-    if which == "3.8":
-        assert found["triton"].startswith("3.8."), found["triton"]  # the folder's triton, not the installed one
+    found = H.sm90_compile_report("hopper_sass.py", *args, triton_dir=H.triton_series_dir(which))
+    if which != "installed":
+        assert found["triton"].startswith(which + "."), found["triton"]  # the folder's triton, not the installed one
     return found
 
 
@@ -188,9 +180,9 @@ def test_the_cluster_merge_is_two_cluster_barriers_and_remote_loads(report):
 
 
 def test_docs_quote_the_measured_figures(report):
-    """docs/hopper.md quotes triton 3.6's figures; 3.8's table is kept in docs/bench/2026-12-04-h200-clamp/."""
+    """docs/hopper.md quotes triton 3.6's figures; 3.8's and 3.9's tables are kept in docs/bench/ (DOC_SERIES)."""
     v = report["variants"]["direct (default)"]
-    doc = DOC if report["triton"].startswith("3.6.") else DOC_TRITON38
+    doc = DOC if report["triton"].startswith("3.6.") else DOC_SERIES[report["triton"][:3]]
     text = doc.read_text()
     for figure in (f"{v['per_element']:.2f}", f"| {v['registers']} |", f"| {v['loop_instructions']} |"):
         assert figure in text, f"{doc} does not quote {figure!r} (re-run evals/bench/hopper_sass.py)"

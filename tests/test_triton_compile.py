@@ -92,3 +92,34 @@ def test_early_loads_issue_every_load_before_the_norm(write_counts):
     assert all(n == 0 for n in early.values()), early
     assert capped["k"] == capped["idx_k"] == 0 and capped["q"] < default["q"], capped
 
+
+
+# ---- every series a user may run (H.TRITON_SERIES) ------------------------------------------------------------------
+# The shipped kernels as each series compiles them for sm_90: the installed 3.6.0 (CI's), 3.8.0 (torch 2.14.1's pin,
+# SGLang 0.5.23's) and 3.9.0 (torch 2.15's, under which the Hopper backend is not taken, so the Triton kernels are
+# what an H100 / H200 runs). Local loads + stores (LDL + STL, the whole kernel) measured 2026-12-04: none under
+# 3.6.0; 3.8.0's pa_decode 2 + 2, outside its loop; 3.9.0's pa_decode 5 + 5 (one LDL in its 1543-instruction loop),
+# the large write 3 + 3 and with the fp8 index-K 4 + 2 (both under the 56-register cap). A count that grows fails
+# (docs/triton.md "Other triton series").
+SHIPPED_SPILL_OPS = {"installed": {}, "3.8": {"pa_decode": 4},
+                     "3.9": {"pa_decode": 10, "write, large": 6, "write, large, fp8 index-K": 6}}
+SHIPPED_LOOP_SPILL_LOADS = {"installed": 0, "3.8": 0, "3.9": 1}  # pa_decode's main loop
+
+
+@pytest.mark.parametrize("series", H.TRITON_SERIES)
+def test_shipped_kernels_compile_under_each_triton_series(series):
+    folder = H.triton_series_dir(series)
+    decode = H.sm90_compile_report("sass_counts.py", "--decode-json", triton_dir=folder)
+    index = H.sm90_compile_report("sass_counts.py", "--index-json", triton_dir=folder)
+    write = H.sm90_compile_report("sass_counts.py", "--write-json", triton_dir=folder)
+    shipped = {"pa_decode": decode["PTX decode (default)"], "pa_decode, split": decode["PTX decode (default), split"],
+               "index_topk, mxfp4 index-K": index[MXFP4], "index_topk, fp8 index-K": index[FP8],
+               "write, small": write["small (write_config(1))"], "write, medium": write["medium (write_config(512))"],
+               "write, large": write["large (write_config(8192))"],
+               "write, large, fp8 index-K": write["large, fp8 index-K"]}
+    for name, found in shipped.items():
+        ops = found["ops"]
+        spills = ops.get("LDL", 0) + ops.get("STL", 0)
+        assert spills <= SHIPPED_SPILL_OPS[series].get(name, 0), (series, name, spills)
+        assert (ops.get("HMMA", 0) > 0) == (not name.startswith("write")), (series, name)  # dots on the tensor cores
+    assert decode["PTX decode (default)"]["loop_spill_loads"] <= SHIPPED_LOOP_SPILL_LOADS[series], decode
