@@ -11,6 +11,14 @@
 #       tests/test_layout_sweep.py on the GPU, its layout half then its dtype half (270 s each): every op and the
 #       layer's step x tensor argument x layout / dtype on the torch, Triton and Hopper backends (each alignment or
 #       dtype of an input is a new compile)
+#   bash docs/bench/2026-12-04-h200-next/call.sh triton39a   (seconds; carry .whl/t39a)
+#   bash docs/bench/2026-12-04-h200-next/call.sh triton39b   (~8 min; carry .whl/t39b; the machine still warm)
+#       triton 3.9.0 (torch 2.15's pin), built by pack_triton39.sh in two parts: the first call leaves part a in /tmp,
+#       the second joins them and runs the Hopper GPU tests (+ the Hopper index and layer ones) under 3.9, then the
+#       Triton ones, then hopper_bench --quick: the evidence TRITON_SERIES needs before it takes 3.9
+if [ "$1" = triton39a ]; then  # part a stays in /tmp for the next call (the machine stays warm between calls)
+  mkdir -p /tmp/t39 && cp .whl/t39a/part_aa /tmp/t39/ && ls -la /tmp/t39; exit 0
+fi
 . scripts/device_pkg.sh
 atom_pkg /tmp/atom_new || exit 2
 export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
@@ -38,7 +46,32 @@ elif [ "$1" = tail ]; then
     --shapes 512x8192,4096x2048,450x8192,512x2048,600x2048,1024x2048 \
     --variant tail_splits=2 --variant tail_splits=3 --variant tail_splits=4 > $R/tail.log 2>&1
   echo "hopper_bench rc $?"; tail -n 12 $R/tail/hopper_bench.md
+elif [ "$1" = triton39b ]; then
+  [ -f /tmp/t39/part_aa ] || { echo "part a is not in /tmp/t39: run call.sh triton39a first (same warm machine)"; exit 2; }
+  cat /tmp/t39/part_aa .whl/t39b/part_ab > /tmp/t39/t39.tar.xz && md5sum /tmp/t39/t39.tar.xz | tee $R/t39_md5.txt
+  rm -rf /tmp/t39/site && mkdir -p /tmp/t39/site
+  python3 -c "import tarfile; tarfile.open('/tmp/t39/t39.tar.xz', 'r:xz').extractall('/tmp/t39/site')"
+  chmod +x /tmp/t39/site/triton/backends/nvidia/bin/*
+  export PYTHONPATH=/tmp/t39/site:/tmp/atom_new
+  python3 -P -c "
+import torch, triton
+from atom_mxfp4.kernels import hopper
+from atom_mxfp4.backends import resolve_backend
+print('triton', triton.__version__, triton.__file__, 'torch', torch.__version__)
+print('hopper usable:', hopper.usable(torch.device('cuda', 0)), '| backend=None ->', resolve_backend(None, 'cuda:0').name)
+" 2>&1 | tee $R/triton39_env.txt
+  # TRITON_SERIES leaves 3.9 out until this call passes: the tests force the backend by name, so let them import it
+  ATOM_MXFP4_HOPPER_TRITON_SERIES=3.9 timeout 220 python3 -P -m pytest -q -m "gpu or not gpu" \
+    tests/gpu/test_hopper_gpu.py tests/gpu/test_hopper_index_gpu.py tests/gpu/test_layer_gpu.py -p no:cacheprovider \
+    > $R/gpu_tests_hopper_triton39.txt 2>&1
+  echo "hopper tests rc $?" >> $R/gpu_tests_hopper_triton39.txt; tail -n 3 $R/gpu_tests_hopper_triton39.txt
+  timeout 100 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_triton_gpu.py -p no:cacheprovider \
+    > $R/gpu_tests_triton_triton39.txt 2>&1
+  echo "triton tests rc $?" >> $R/gpu_tests_triton_triton39.txt; tail -n 3 $R/gpu_tests_triton_triton39.txt
+  ATOM_MXFP4_HOPPER_TRITON_SERIES=3.9 timeout 150 python3 -P evals/bench/hopper_bench.py --quick --out $R/bench39 \
+    > $R/bench39.log 2>&1
+  echo "hopper_bench rc $?"; tail -n 8 $R/bench39/hopper_bench.md
 else
-  echo "usage: call.sh tests|tail|sweep"; exit 2
+  echo "usage: call.sh tests|tail|sweep|triton39a|triton39b"; exit 2
 fi
 cd $OUT && tar czf results.tgz r && rm -rf r
