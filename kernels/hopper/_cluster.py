@@ -59,8 +59,6 @@ def _arrive_constraints(pack):
     return ",".join(["=r"] * pack + ["f"] * pack)
 
 
-
-
 @gluon.constexpr_function
 def _per_thread(warps):  # one element per thread: an asm call over it runs once per thread
     return gl.BlockedLayout([1], [32], [warps], [0])

@@ -42,8 +42,8 @@ from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 
 from . import layout as L
-from ._gluon import FUSED, async_load, cta_barrier
 from ._decode import unpack_bf16x2
+from ._gluon import FUSED, async_load, cta_barrier
 from .pa_decode import _k_operand
 
 # the Triton scorer's module (the package's ``index_topk`` attribute is the function)
@@ -93,7 +93,6 @@ FP8_ASM = gl.constexpr("\n".join([
     "mov.b32 {a0, a1}, a;", "mov.b32 {b0, b1}, b;",
     "cvt.f32.f16 f0, a0;", "cvt.f32.f16 f1, a1;", "cvt.f32.f16 f2, b0;", "cvt.f32.f16 f3, b1;",
     "cvt.rn.bf16x2.f32 $0, f1, f0;", "cvt.rn.bf16x2.f32 $1, f3, f2;", "}"]))
-
 
 
 @gluon.jit

@@ -53,9 +53,9 @@ from atom_mxfp4.plan import check_plan, checked_split
 from . import NAME
 from . import _cluster
 from . import layout as L
-from ._gluon import FUSED, async_load, cta_barrier
 from ._decode import (BYTE_TOPS, decode_k_operand, decode_v_operand, scale_bf16x2, warp_map, window_misses,
                       window_probabilities, window_query, window_scale_bf16x2)
+from ._gluon import FUSED, async_load, cta_barrier
 # the split policy and the plan (policy.py), re-exported: this module is the Hopper pa_decode's whole interface
 from .policy import (  # noqa: F401
     CLUSTER_PAGES_PER_SPLIT, CLUSTER_SIZES, CLUSTERED_SPLITS, DEFAULT_CONFIG, EIGHT_WARP_MIN_PAGES,
@@ -154,7 +154,6 @@ def _combine(warps):
 @gluon.constexpr_function
 def _combine_out(warps):  # [16, 128]: 4 consecutive head dims per thread
     return gl.SliceLayout(0, _combine(warps))
-
 
 
 # ---- device code ---------------------------------------------------------------------------------------------------
