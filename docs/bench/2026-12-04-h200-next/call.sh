@@ -53,13 +53,15 @@ elif [ "$1" = triton39b ]; then
   python3 -c "import tarfile; tarfile.open('/tmp/t39/t39.tar.xz', 'r:xz').extractall('/tmp/t39/site')"
   chmod +x /tmp/t39/site/triton/backends/nvidia/bin/*
   export PYTHONPATH=/tmp/t39/site:/tmp/atom_new
-  python3 -P -c "
+  for series in "" 3.9; do  # without the variable (what a torch 2.15 user gets), then with it
+    ATOM_MXFP4_HOPPER_TRITON_SERIES=$series python3 -P -c "
 import torch, triton
 from atom_mxfp4.kernels import hopper
 from atom_mxfp4.backends import resolve_backend
-print('triton', triton.__version__, triton.__file__, 'torch', torch.__version__)
+print('triton', triton.__version__, triton.__file__, 'torch', torch.__version__, 'series variable', repr('$series'))
 print('hopper usable:', hopper.usable(torch.device('cuda', 0)), '| backend=None ->', resolve_backend(None, 'cuda:0').name)
-" 2>&1 | tee $R/triton39_env.txt
+" 2>&1 | tee -a $R/triton39_env.txt
+  done
   # TRITON_SERIES leaves 3.9 out until this call passes: the tests force the backend by name, so let them import it
   ATOM_MXFP4_HOPPER_TRITON_SERIES=3.9 timeout 220 python3 -P -m pytest -q -m "gpu or not gpu" \
     tests/gpu/test_hopper_gpu.py tests/gpu/test_hopper_index_gpu.py tests/gpu/test_layer_gpu.py -p no:cacheprovider \
