@@ -1,10 +1,11 @@
 """Make Triton's interpreter (TRITON_INTERPRET=1, used by the CPU tests) run these kernels as the GPU does.
 
-Three fixes, all for the interpreter only (it is never used on the GPU path); 1 and 2 for 3.6 (CI's), 3 for 3.9:
+Three fixes, all for the interpreter only (it is never used on the GPU path); 1 and 2 for 3.4-3.9, 3 for 3.9:
 
 1. Loops with run-time bounds. The interpreter holds scalars as 1-element numpy arrays and converts a loop bound
    with ``int(array)``, which numpy >= 2.3 refuses for arrays of ndim 1 ("only 0-dimensional arrays can be converted
-   to Python scalars"). This wraps that one conversion.
+   to Python scalars"). This wraps that one conversion (set through ``_LangPatchScope`` since 3.6, directly by
+   ``_patch_lang_tensor`` in 3.4 / 3.5: both paths are covered).
 2. bf16 <-> fp32 conversions of subnormals. The interpreter's ``_convert_float`` normalizes a subnormal input's
    significand and then, because bf16 and fp32 share one exponent range, clamps the new exponent to 0 without
    shifting back: every one of the 254 non-zero bf16 subnormals (|x| < 2**-126) converts to a wrong fp32 value
@@ -72,14 +73,26 @@ def patch_interpreter() -> None:
     if convert is not None and not getattr(convert, "_atom_mxfp4_patched", False):
         interpreter._convert_float = _bf16_fp32(convert)
     scope = getattr(interpreter, "_LangPatchScope", None)
-    if scope is None or getattr(scope.set_attr, "_atom_mxfp4_patched", False):
-        return
-    original = scope.set_attr
+    if scope is not None and not getattr(scope.set_attr, "_atom_mxfp4_patched", False):  # 3.6+
+        original = scope.set_attr
 
-    def set_attr(self, obj, name, value):
-        if name == "__index__":
-            value = lambda tensor: int(tensor.handle.data.reshape(-1)[0])  # noqa: E731
-        return original(self, obj, name, value)
+        def set_attr(self, obj, name, value):
+            if name == "__index__":
+                value = _index
+            return original(self, obj, name, value)
 
-    set_attr._atom_mxfp4_patched = True
-    scope.set_attr = set_attr
+        set_attr._atom_mxfp4_patched = True
+        scope.set_attr = set_attr
+    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+    if scope is None and patch_tensor is not None and not getattr(patch_tensor, "_atom_mxfp4_patched", False):
+        def _patch_lang_tensor(tensor):  # 3.4 / 3.5: the same conversion, set without a patch scope
+            patch_tensor(tensor)
+            tensor.__index__ = _index
+
+        _patch_lang_tensor._atom_mxfp4_patched = True
+        interpreter._patch_lang_tensor = _patch_lang_tensor
+
+
+def _index(tensor) -> int:
+    """A scalar held as a 1-element array, as a Python int (fix 1)."""
+    return int(tensor.handle.data.reshape(-1)[0])
