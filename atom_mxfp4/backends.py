@@ -25,6 +25,7 @@ import torch
 
 from . import kernels  # noqa: F401  (the package whose folders are the backends; installed as atom_mxfp4.kernels)
 from .errors import expect
+from .plan import plan_device
 from .registry import FUSED_OPS, OPS, REFERENCE_BACKEND, registered  # noqa: F401
 
 
@@ -95,10 +96,14 @@ def _resolve(name: str | None, device_type: str, device_index: int | None, inter
 
 
 def resolve_backend(name: str | None, device: torch.device | str) -> SimpleNamespace:
-    """The op table of backend ``name`` (or the best for ``device`` when None)."""
+    """The op table of backend ``name`` (or the best for ``device`` when None). A CUDA device without an index is
+    the current one (``plan_device``) where CUDA is available: its checks (capability, FlyDSL's self-check) run on
+    that device, never on cuda:0 for another rank."""
     if name is not None:
         spec(name)
     device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = plan_device(device)
     return _resolve(name, device.type, device.index, os.environ.get("TRITON_INTERPRET") == "1")
 
 

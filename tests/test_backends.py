@@ -22,10 +22,11 @@ import _helpers as H  # noqa: E402
 @pytest.fixture
 def fake_gfx950(monkeypatch):
     """Pretend cuda:0 is a gfx950 device; `calls` counts self-checks, `fail` makes them raise."""
-    state = {"calls": 0, "fail": False}
+    state = {"calls": 0, "fail": False, "devices": []}
 
     def self_check(device):
         state["calls"] += 1
+        state["devices"].append(device)
         if state["fail"]:
             raise RuntimeError("pa_decode mismatch vs torch: max |diff| 0.5 > tolerance 0.01 (case g16 split)")
 
@@ -46,6 +47,33 @@ def test_gfx950_prefers_flydsl_after_a_passing_self_check(fake_gfx950):
     assert chosen.index_topk is triton.index_topk  # the explicit composition (FlyDSLBackend.borrows)
     backends.resolve_backend("flydsl", "cuda:0")
     assert fake_gfx950["calls"] == 1  # once per process and device
+
+
+def test_a_device_without_an_index_is_the_current_one(fake_gfx950, monkeypatch):
+    """resolve_backend(None, "cuda") on a process whose current device is cuda:1 (a tensor-parallel rank after
+    torch.cuda.set_device) checks and picks for cuda:1: the FlyDSL self-check ran on cuda:0 before, creating a context
+    and its buffers on another rank's GPU."""
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert backends.resolve_backend(None, "cuda").name == "flydsl"
+    assert fake_gfx950["devices"] == [torch.device("cuda", 1)]
+    backends.resolve_backend(None, "cuda:1")  # the same device: no second self-check
+    assert fake_gfx950["calls"] == 1
+
+
+def test_cuda_without_cuda_asks_for_no_current_device(monkeypatch):
+    """Where CUDA is not available "cuda" stays as given (torch's current_device would raise): resolution runs as it
+    did before devices without an index were made concrete."""
+    def no_device():
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "current_device", no_device)
+    backends._resolve.cache_clear()
+    try:
+        assert backends.resolve_backend(None, "cuda").name in backends.BACKENDS
+    finally:
+        backends._resolve.cache_clear()
 
 
 def test_failed_self_check_falls_back_to_triton_with_one_warning(fake_gfx950):
