@@ -31,13 +31,21 @@ import torch
 from .errors import expect, expect_int, fail
 
 
+def sm_count(device_index: int | None, off_gpu: int) -> int:
+    """Streaming multiprocessors of CUDA device ``device_index`` (None: the current device, as ``torch.device("cuda")``
+    means), asked once per device: the unit the split policies count waves in. ``off_gpu``: what a backend plans with
+    when CUDA is not available (CPU and interpreter runs)."""
+    if not torch.cuda.is_available():
+        return off_gpu
+    return _sm_count(torch.cuda.current_device() if device_index is None else device_index)
+
+
 @functools.cache
-def sm_count(device_index: int, off_gpu: int) -> int:
-    """Streaming multiprocessors of CUDA device ``device_index``, asked once per device: the unit the split policies
-    count waves in. ``off_gpu``: what a backend plans with when CUDA is not available (CPU and interpreter runs)."""
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(device_index).multi_processor_count
-    return off_gpu
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+sm_count.cache_clear = _sm_count.cache_clear  # tests that stand in a device property start from an empty cache
 
 
 def plan_device(device) -> torch.device:

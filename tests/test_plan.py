@@ -132,3 +132,27 @@ def test_triton_workspace_holds_every_launch_the_plan_covers(monkeypatch):
             assert max(needed) > (rows * own if own > 1 else 0)
         if (rows, width) == (5, 4):
             assert max(needed) > widest
+
+
+def test_sm_count_of_a_device_without_an_index_is_the_current_devices(monkeypatch):
+    """torch.device("cuda") means the current device: its SMs are counted (cuda:0's were, when the policies passed
+    ``device.index or 0``), once per device index."""
+    from atom_mxfp4.plan import sm_count
+
+    asked = []
+
+    def properties(index):
+        asked.append(index)
+        return type("P", (), {"multi_processor_count": 100 + index})
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
+    sm_count.cache_clear()
+    try:
+        assert sm_count(None, 132) == 102 and sm_count(2, 132) == 102 and sm_count(0, 132) == 100
+        assert asked == [2, 0]  # cached per index: None and 2 are one device
+    finally:
+        sm_count.cache_clear()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert sm_count(None, 132) == 132

@@ -9,6 +9,7 @@ import functools
 
 import torch
 
+from atom_mxfp4.plan import plan_device
 from atom_mxfp4.registry import REFERENCE_BACKEND, Backend, register_backend
 
 NAME = "flydsl"  # the registered name; pa_decode's plans carry it (defined before the modules that import it)
@@ -54,14 +55,14 @@ class FlyDSLBackend(Backend):
     def unavailable(cls, device):
         if not _is_gfx950(device):
             return f"needs an AMD gfx950 device, got {device}"
-        why = _checked(device.index or 0)
+        why = _checked(plan_device(device).index)  # cuda without an index: the current device
         return None if why is None else f"failed its self-check against the {REFERENCE_BACKEND} backend: {why}"
 
     @classmethod
     def auto(cls, device):
         if not _is_gfx950(device):
             return False, None
-        why = _checked(device.index or 0)
+        why = _checked(plan_device(device).index)  # cuda without an index: the current device
         if why is None:
             return True, None
         return False, f"FlyDSL self-check failed on {device} ({why}); using the Triton backend"

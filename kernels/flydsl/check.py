@@ -20,7 +20,7 @@ def is_available(device) -> bool:
     device = torch.device(device)
     if device.type != "cuda" or getattr(torch.version, "hip", None) is None or not torch.cuda.is_available():
         return False
-    if device_arch(device.index or 0) != "gfx950":
+    if device_arch(device.index) != "gfx950":
         return False
     try:
         import flydsl.compiler  # noqa: F401

@@ -64,8 +64,8 @@ def partial_slots(num_rows: int, max_table_width: int, num_cus: int, num_splits:
 
 
 @functools.cache
-def device_arch(device_index: int) -> str:
-    """The bare gfx name of a ROCm device ('' on CUDA)."""
+def device_arch(device_index: int | None) -> str:
+    """The bare gfx name of a ROCm device (None: the current one; '' on CUDA)."""
     if getattr(torch.version, "hip", None) is None:
         return ""
     name = getattr(torch.cuda.get_device_properties(device_index), "gcnArchName", "")
@@ -73,8 +73,8 @@ def device_arch(device_index: int) -> str:
 
 
 def require_gfx950(device: torch.device) -> None:
-    if device.type != "cuda" or device_arch(device.index or 0) != "gfx950":
-        arch = device_arch(device.index or 0) if device.type == "cuda" else device.type
+    if device.type != "cuda" or device_arch(device.index) != "gfx950":
+        arch = device_arch(device.index) if device.type == "cuda" else device.type
         raise RuntimeError(f"the FlyDSL backend runs only on AMD gfx950 (MI350/MI355X); device {device} is "
                            f"{arch or 'not a ROCm device'}: use backend='triton' or 'torch'")
 

@@ -75,7 +75,7 @@ H200_SMS = 132  # the SM count planned with off-GPU: the H200 the policy was mea
 
 
 def _sms(device: torch.device) -> int:
-    return sm_count(device.index or 0, H200_SMS) if device.type == "cuda" else H200_SMS
+    return sm_count(device.index, H200_SMS) if device.type == "cuda" else H200_SMS
 
 
 def _most_splits(num_rows: int, width: int, sms: int) -> int:

@@ -158,7 +158,7 @@ DEFAULT_CONFIG = IndexConfig()
 
 def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device) -> int:
     """Blocks scored per program: about 8 programs per SM over the whole (rows x blocks) grid, at most 64."""
-    sms = sm_count(device.index or 0 if device.type == "cuda" else 0, INTERPRETER_SMS)
+    sms = sm_count(device.index if device.type == "cuda" else 0, INTERPRETER_SMS)
     want = max(1, (num_rows * max_blocks) // (8 * sms))
     return min(64, max_blocks, triton.next_power_of_2(want))
 

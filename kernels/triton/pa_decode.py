@@ -169,12 +169,12 @@ class DecodeConfig:
     # 121 registers and 40 KB shared; 3 for the 2-stage kernels, 58 KB): the unit of a wave for the split policy
 
 
-def _num_sms(device_index: int) -> int:
+def _num_sms(device_index: int | None) -> int:
     return sm_count(device_index, INTERPRETER_SMS)
 
 
 def _sms_of(device: torch.device) -> int:
-    return _num_sms(device.index or 0) if device.type == "cuda" else _num_sms(0)
+    return _num_sms(device.index) if device.type == "cuda" else _num_sms(0)
 
 
 DEFAULT_CONFIG = DecodeConfig()  # the tuning of make_plan(config=None) and of plan=None (never shape-dependent)
