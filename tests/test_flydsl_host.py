@@ -164,3 +164,21 @@ def test_kernel_builder_refuses_other_architectures():
         build_merge(8, arch="gfx90a")
     with pytest.raises(ValueError, match=r"group must be in \[1, 16\], got 17"):
         build_pa_decode(17, True, False, False)
+
+
+def test_device_arch_of_no_index_is_the_current_devices(monkeypatch):
+    """device_arch(None) (torch.device("cuda")'s index) asks the current device each time, cached per concrete index:
+    a cache keyed on None kept the first current device's answer after torch.cuda.set_device."""
+    P = importlib.import_module("atom_mxfp4.kernels.flydsl.pa_decode")
+    archs = {0: "gfx942:sramecc+:xnack-", 1: "gfx950:sramecc+:xnack-"}
+    current = {"index": 0}
+    monkeypatch.setattr(torch.version, "hip", "7.2", raising=False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current["index"])
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: type("P", (), {"gcnArchName": archs[index]}))
+    P._arch.cache_clear()
+    try:
+        assert P.device_arch(None) == "gfx942"
+        current["index"] = 1
+        assert P.device_arch(None) == "gfx950" and P.device_arch(0) == "gfx942"
+    finally:
+        P._arch.cache_clear()

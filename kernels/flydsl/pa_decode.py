@@ -63,11 +63,15 @@ def partial_slots(num_rows: int, max_table_width: int, num_cus: int, num_splits:
     return most[min(num_rows, len(most) - 1)]
 
 
-@functools.cache
 def device_arch(device_index: int | None) -> str:
-    """The bare gfx name of a ROCm device (None: the current one; '' on CUDA)."""
+    """The bare gfx name of a ROCm device (None: the current one; '' on CUDA), asked once per device."""
     if getattr(torch.version, "hip", None) is None:
         return ""
+    return _arch(torch.cuda.current_device() if device_index is None else device_index)
+
+
+@functools.cache
+def _arch(device_index: int) -> str:  # cached per concrete index: None would keep the first current device's answer
     name = getattr(torch.cuda.get_device_properties(device_index), "gcnArchName", "")
     return name.split(":")[0]
 
