@@ -414,10 +414,10 @@ def triton_series_dir(series: str):
 
 
 def sm90_compile_report(script: str, *args: str, triton_dir=None) -> dict:
-    """Run ``evals/bench/<script>`` (a compile-for-sm_90 report; ``args`` select its JSON mode) in a subprocess
-    without the TRITON_INTERPRET=1 the CPU test session sets, and return the JSON of its last stdout line. Skips when
-    Triton's ptxas is absent (no sm_90 compile possible). ``triton_dir``: a folder holding another triton package
-    (``triton_series_dir``), put first on the subprocess's PYTHONPATH."""
+    """Run ``evals/bench/<script>`` (or ``script`` given as an absolute path; a compile-for-sm_90 report, ``args``
+    select its JSON mode) in a subprocess without the TRITON_INTERPRET=1 the CPU test session sets, and return the
+    JSON of its last stdout line. Skips when Triton's ptxas is absent (no sm_90 compile possible). ``triton_dir``: a
+    folder holding another triton package (``triton_series_dir``), put first on the subprocess's PYTHONPATH."""
     import json
     import os
     import subprocess

@@ -123,3 +123,35 @@ def test_shipped_kernels_compile_under_each_triton_series(series):
         assert spills <= SHIPPED_SPILL_OPS[series].get(name, 0), (series, name, spills)
         assert (ops.get("HMMA", 0) > 0) == (not name.startswith("write")), (series, name)  # dots on the tensor cores
     assert decode["PTX decode (default)"]["loop_spill_loads"] <= SHIPPED_LOOP_SPILL_LOADS[series], decode
+
+
+QUERY_SCALE_COMPILE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])  # evals/bench
+import sass_counts as S
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+compiled = {}
+for kind in ("*fp64", "*fp32", "*fp16", "*bf16"):
+    signature = dict(S.SIGNATURE, query_scale_ptr=kind)
+    constants = {"HAS_QUERY_SCALE": True, "SPLIT": False, "BLOCK_N": 64, "MMA_BF16": True, "DECODE": 2}
+    try:
+        triton.compile(ASTSource(S.decode._pa_decode_kernel, signature, constants), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, **S.FUSED})
+        compiled[kind] = "ok"
+    except Exception as error:
+        compiled[kind] = type(error).__name__ + ": " + str(error)[-300:]
+print(json.dumps(compiled))
+"""
+
+
+def test_pa_decode_compiles_for_every_query_scale_dtype(tmp_path):
+    """A query_scale tensor of fp64 (or fp16 / bf16) passes ops.pa_decode(check=False) to the Triton kernel, which
+    read it as the dtype given and carried the loop's softmax state in fp64: the compile failed on the H200 ("m_i has
+    initial type fp32 but is re-assigned to fp64"; the CPU interpreter computes it). The scale is cast to fp32 on load;
+    each dtype compiles for sm_90."""
+    script = tmp_path / "query_scale_compile.py"
+    script.write_text(QUERY_SCALE_COMPILE)
+    compiled = H.sm90_compile_report(str(script), str(Path(__file__).resolve().parents[1] / "evals" / "bench"))
+    assert compiled == {kind: "ok" for kind in ("*fp64", "*fp32", "*fp16", "*bf16")}, compiled

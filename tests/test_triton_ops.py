@@ -259,6 +259,24 @@ def test_index_topk_and_tables_bit_exact(case):
     assert torch.equal(tables.cpu(), ref_tables) and torch.equal(lens.cpu(), ref_lens)
 
 
+
+def test_fp8_index_scorer_refuses_a_cache_off_4_byte_alignment_even_unchecked():
+    """The CUDA fp8 scorer reads a token's 4 scale bytes as one int32 word: a cache view one byte off (accepted before,
+    a contiguous uint8 view of the right shape) made the H200 raise "misaligned address" in the layout sweep (a sticky
+    CUDA error). Refused by name on every device, before any launch; a view 4 bytes off is read right."""
+    q = torch.zeros(2, 1, 128, dtype=torch.bfloat16, device=DEVICE)
+    table = torch.arange(4, dtype=torch.int32, device=DEVICE).view(1, 4)
+    rows = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    flat = torch.zeros(4 * FP8_RECORD_BYTES + 16, dtype=torch.uint8, device=DEVICE)
+    kwargs = dict(topk=2, init_blocks=0, local_blocks=1, index_k_dtype="fp8")
+    for shift in (1, 2, 3):
+        cache = flat[shift:shift + 4 * FP8_RECORD_BYTES].view(4, 1, FP8_RECORD_BYTES)
+        with pytest.raises(ValueError, match=rf"index_k_cache address.*4-byte aligned.*storage offset {shift}"):
+            triton_backend.index_topk(q, cache, table, rows, rows, **kwargs)
+    cache = flat[4:4 + 4 * FP8_RECORD_BYTES].view(4, 1, FP8_RECORD_BYTES)
+    assert torch.equal(triton_backend.index_topk(q, cache, table, rows, rows, **kwargs).cpu(),
+                       torch_backend.index_topk(q.cpu(), cache.cpu(), table.cpu(), rows.cpu(), rows.cpu(), **kwargs))
+
 def test_sparse_tables_pages_per_block():
     gen = _gen(11)
     # rows of 2 kv heads, blocks of 2 pages (own blocks 2, 3, 0); ascending ids, -1 padding last (the input

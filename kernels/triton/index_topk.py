@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous
 from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
 from atom_mxfp4.plan import sm_count
@@ -221,6 +221,8 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     # block_table [B, max_blocks] i32; row_* [R] i32
     # ---- validate (launch invariants)
     index_dtype = check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk, index_k_dtype)
+    if index_dtype is IndexKDtype.FP8:  # checked on every device: the interpreter too (one contract)
+        expect_aligned(index_k_cache, "index_k_cache", 4, "the fp8 scorer reads a token's 4 scale bytes as one int32")
     rows, heads, _ = idx_q.shape
     width = index_dtype.record_bytes
     # ---- flatten

@@ -79,7 +79,7 @@ def _pa_decode_kernel(
     q = mma_operand(q.to(tl.float32), MMA_BF16)
     scale = logit_scale
     if HAS_QUERY_SCALE:
-        scale = scale * tl.load(query_scale_ptr + row)
+        scale = scale * tl.load(query_scale_ptr + row).to(tl.float32)  # fp64 would make the loop state fp64
 
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
