@@ -16,14 +16,17 @@
 #       triton 3.9.0 (torch 2.15's pin), built by pack_triton39.sh in two parts: the first call leaves part a in /tmp,
 #       the second joins them and runs the Hopper GPU tests (+ the Hopper index and layer ones) under 3.9, then the
 #       Triton ones, then hopper_bench --quick: the evidence TRITON_SERIES needs before it takes 3.9
-if [ "$1" = triton39a ]; then  # part a stays in /tmp for the next call (the machine stays warm between calls)
-  mkdir -p /tmp/t39 && cp .whl/t39a/part_aa /tmp/t39/ && ls -la /tmp/t39; exit 0
-fi
 . scripts/device_pkg.sh
 atom_pkg /tmp/atom_new || exit 2
 export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
 R=$OUT/r; mkdir -p $R; date -u > $R/date.txt; bash scripts/sources_hash.sh > $R/sources.txt 2>&1
-if [ "$1" = tests ]; then
+if [ "$1" = triton39a ]; then  # part a stays in /tmp for the next call (the machine stays warm between calls)
+  mkdir -p /tmp/t39 && cp .whl/t39a/part_aa /tmp/t39/ && ls -la /tmp/t39
+  # the two fixes of 2026-12-05 (the sweep's findings) on the GPU, under the installed triton
+  PYTHONPATH=/tmp/atom_new timeout 120 python3 -P -m pytest -q tests/test_triton_ops.py tests/test_triton_compile.py \
+    -k "4_byte or query_scale" -p no:cacheprovider > $R/fixes.txt 2>&1
+  echo "fixes rc $?" >> $R/fixes.txt; tail -n 2 $R/fixes.txt
+elif [ "$1" = tests ]; then
   PYTHONPATH=/tmp/atom_new timeout 420 python3 -P -m pytest -q -m "gpu or not gpu" tests/gpu/test_triton_gpu.py \
     tests/gpu/test_layer_gpu.py tests/gpu/test_hopper_index_gpu.py tests/test_contracts_decode.py \
     tests/test_contracts_index.py tests/test_contracts_write.py tests/test_triton_ops.py -p no:cacheprovider \
