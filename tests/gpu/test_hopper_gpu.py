@@ -132,7 +132,7 @@ def _operands_kernel(k_ptr, v_ptr, tables_ptr, context, page_end, kt_ptr, v_out_
                   k_codes, k_scales, v_codes, v_scales)
     async_copy.commit_group()
     async_copy.wait_group(0)
-    P._cta_barrier()
+    P.cta_barrier()
     kt = P._k_operand(k_codes, k_scales, 0, FAST)  # [W, 128, T]
     w = gl.arange(0, W, layout=gl.SliceLayout(1, gl.SliceLayout(2, B)))
     k = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(2, B)))
