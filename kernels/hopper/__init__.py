@@ -13,8 +13,8 @@ on an sm_90 device and refuses anything else, never falling back. See docs/hoppe
 Gluon is experimental and its API moves between triton releases (3.7 renamed ``gl.thread_barrier`` to ``gl.barrier``,
 3.9 removed ``async_copy_global_to_shared`` for ``async_load``: _gluon.py takes either), so the kernels are only
 imported and used with a triton series whose build ran their GPU tests on the H200 (``TRITON_SERIES``): 3.6 (the lent
-machine's) and 3.8 (torch 2.14's pin, hence SGLang 0.5.23's). 3.7 and 3.9 (torch 2.15's pin) compile on the CPU with
-the same instruction mix but have not run on a GPU; ``ATOM_MXFP4_HOPPER_TRITON_SERIES=3.9`` (comma-separated
+machine's), 3.8 (torch 2.14's pin, hence SGLang 0.5.23's) and 3.9 (torch 2.15's pin; 2026-12-05). 3.7 compiles on the
+CPU with the same instruction mix but has not run on a GPU; ``ATOM_MXFP4_HOPPER_TRITON_SERIES=3.7`` (comma-separated
 "major.minor" series) makes the backend take such a series anyway: for running its GPU tests under a new release.
 Without that triton (or without Gluon) the package still imports and registers: an explicit request says why, and
 ``backend=None`` on an sm_90 device warns once and uses the Triton backend.
@@ -29,8 +29,8 @@ import torch
 from atom_mxfp4.registry import Backend, register_backend
 
 NAME = "hopper"  # the registered name; pa_decode's plans carry it (defined before the op modules import it)
-TRITON_SERIES = ("3.6.", "3.8.")  # the triton series whose builds ran the kernels' GPU tests (docs/hopper.md)
-SERIES_ENV = "ATOM_MXFP4_HOPPER_TRITON_SERIES"  # other series to take, untested: "3.9" or "3.9,3.10"
+TRITON_SERIES = ("3.6.", "3.8.", "3.9.")  # the triton series whose builds ran the kernels' GPU tests (docs/hopper.md)
+SERIES_ENV = "ATOM_MXFP4_HOPPER_TRITON_SERIES"  # other series to take, untested: "3.10" or "3.7,3.10"
 CAPABILITY = (9, 0)  # sm_90: the layouts, mma.sync m16n8k16 and cp.async the kernel is written for
 
 
@@ -43,12 +43,12 @@ def _triton_version() -> str | None:
 
 
 def _extra_series() -> tuple[str, ...]:
-    """The series ``SERIES_ENV`` adds ("3.9" -> "3.9."); a value that is not "major.minor[,...]" raises, naming it."""
+    """The series ``SERIES_ENV`` adds ("3.10" -> "3.10."); a value that is not "major.minor[,...]" raises, naming it."""
     value = os.environ.get(SERIES_ENV, "")
     series = tuple(item.strip() for item in value.split(",") if item.strip())
     for item in series:
         if re.fullmatch(r"\d+\.\d+\.?", item) is None:
-            raise ValueError(f"{SERIES_ENV} must be comma-separated triton series such as 3.9 or 3.9,3.10, got "
+            raise ValueError(f"{SERIES_ENV} must be comma-separated triton series such as 3.10 or 3.7,3.10, got "
                              f"{value!r}")
     return tuple(item.rstrip(".") + "." for item in series)
 
@@ -57,7 +57,8 @@ ACCEPTED_SERIES = TRITON_SERIES + _extra_series()  # read once, at import: the k
 
 
 def _series() -> str:
-    return " or ".join(f"{series}x" for series in TRITON_SERIES)
+    names = [f"{series}x" for series in TRITON_SERIES]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _triton_problem() -> str | None:
