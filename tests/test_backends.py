@@ -147,8 +147,8 @@ def test_hopper_is_chosen_on_sm90_only_and_refused_elsewhere(monkeypatch):
 
 def test_hopper_needs_the_triton_it_is_written_for(monkeypatch):
     """Gluon's API moves between triton releases (3.7 renamed gl.thread_barrier): with a triton whose build has not run
-    the GPU tests (3.7 here; 3.6, 3.8 and 3.9 have), backend=None on an sm_90 device keeps Triton with one warning naming
-    the version, and backend='hopper' is refused with it."""
+    the GPU tests (3.7 here; 3.6, 3.8 and 3.9 have), backend=None on an sm_90 device keeps Triton with one warning
+    naming the version, and backend='hopper' is refused with it."""
     from atom_mxfp4.kernels import hopper
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
