@@ -93,7 +93,6 @@ def test_early_loads_issue_every_load_before_the_norm(write_counts):
     assert capped["k"] == capped["idx_k"] == 0 and capped["q"] < default["q"], capped
 
 
-
 # ---- every series a user may run (H.TRITON_SERIES) ------------------------------------------------------------------
 # The shipped kernels as each series compiles them for sm_90: the installed 3.6.0 (CI's), 3.8.0 (torch 2.14.1's pin,
 # SGLang 0.5.23's) and 3.9.0 (torch 2.15's, under which the Hopper backend is not taken, so the Triton kernels are
@@ -129,16 +128,10 @@ QUERY_SCALE_COMPILE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])  # evals/bench
 import sass_counts as S
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 compiled = {}
 for kind in ("*fp64", "*fp32", "*fp16", "*bf16"):
-    signature = dict(S.SIGNATURE, query_scale_ptr=kind)
-    constants = {"HAS_QUERY_SCALE": True, "SPLIT": False, "BLOCK_N": 64, "MMA_BF16": True, "DECODE": 2}
     try:
-        triton.compile(ASTSource(S.decode._pa_decode_kernel, signature, constants), target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": 4, **S.FUSED})
+        S.compile_sass(S.decode.DecodeConfig(), query_scale=kind)
         compiled[kind] = "ok"
     except Exception as error:
         compiled[kind] = type(error).__name__ + ": " + str(error)[-300:]

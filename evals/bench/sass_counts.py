@@ -66,12 +66,14 @@ class LoopCounts:
         return self.instructions / self.elements_per_thread
 
 
-def compile_sass(config: decode.DecodeConfig, split: bool = False) -> tuple[str, int]:
-    constants = {"HAS_QUERY_SCALE": False, "SPLIT": split, "BLOCK_N": config.block_n, "MMA_BF16": True,
-                 "DECODE": decode_variant(config.asm).value}  # TRITON_INTERPRET is unset above: the GPU's choice
-    pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
+def compile_sass(config: decode.DecodeConfig, split: bool = False, query_scale: str | None = None) -> tuple[str, int]:
+    """``query_scale``: the pointer type of a query_scale tensor ("*fp32", "*fp64", ...); None: a number or none."""
+    signature = dict(SIGNATURE, query_scale_ptr=query_scale or SIGNATURE["query_scale_ptr"])
+    constants = {"HAS_QUERY_SCALE": query_scale is not None, "SPLIT": split, "BLOCK_N": config.block_n,
+                 "MMA_BF16": True, "DECODE": decode_variant(config.asm).value}  # TRITON_INTERPRET is unset: the GPU's
+    pointers = [i for i, kind in enumerate(signature.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
-    kernel = triton.compile(ASTSource(decode._pa_decode_kernel, SIGNATURE, constants, attrs),
+    kernel = triton.compile(ASTSource(decode._pa_decode_kernel, signature, constants, attrs),
                             target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": config.num_warps, "num_stages": config.num_stages, **FUSED,
                                      **({"maxnreg": config.maxnreg} if config.maxnreg is not None else {})})
