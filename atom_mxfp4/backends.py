@@ -3,10 +3,10 @@
 A backend is a folder ``kernels/<name>/`` whose ``__init__.py`` registers a ``Backend`` class with
 ``@register_backend``; this module imports every such folder once (registering loads no kernel code) and
 resolves a name to an op table. ``backend=None`` tries the registered backends in ``rank`` order and takes the first
-whose ``auto(device)`` says yes: FlyDSL on a ROCm gfx950 device (only after its self-check passed; otherwise
-Triton, with one warning), Hopper on an sm_90 CUDA device with triton 3.6.x / 3.8.x, Triton on other CUDA / ROCm
-devices, torch elsewhere. An explicit backend never silently falls back: it
-works or raises ``BackendUnavailable``.
+whose ``auto(device)`` says yes: FlyDSL on a ROCm gfx950 device (only after its self-check passed; otherwise Triton,
+with one warning), Hopper on an sm_90 CUDA device with a triton series its GPU tests ran under (``kernels/hopper``
+``TRITON_SERIES``), Triton on other CUDA / ROCm devices, torch elsewhere. An explicit backend never silently falls
+back: it works or raises ``BackendUnavailable``.
 
 FlyDSL ships only ``pa_decode``; its other three ops are Triton's (``borrows = "triton"``: an explicit, documented
 composition).

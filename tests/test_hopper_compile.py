@@ -13,9 +13,9 @@ TRITON_INTERPRET=1 the CPU test session sets) compiles the shipped variants with
 - the code outside the loop (once per program) stays small: few CTA barriers, a short epilogue;
 - the registers and shared memory leave the config's ``programs_per_sm`` programs room on an H200 SM;
 - docs/hopper.md quotes the measured figures (so the page cannot go stale).
-Each check runs under the installed triton (3.6.0), under triton 3.8.0 (the other series the backend accepts: torch
-2.14.1's pin, SGLang 0.5.23's) and under 3.9.0 (torch 2.15's pin: compiled here, not yet run on a GPU, so not taken
-by the backend), whose reports come from .triton38/ and .triton39/ (scripts/install.d/45-triton-series.sh).
+Each check runs under the installed triton (3.6.0) and the other series the backend accepts: 3.8.0 (torch 2.14.1's
+pin, SGLang 0.5.23's) and 3.9.0 (torch 2.15's pin), whose reports come from .triton38/ and .triton39/
+(scripts/install.d/45-triton-series.sh).
 Counts are not times: tests/gpu/test_hopper_gpu.py and evals/bench/hopper_bench.py are the GPU side.
 """
 

@@ -95,11 +95,11 @@ def test_early_loads_issue_every_load_before_the_norm(write_counts):
 
 # ---- every series a user may run (H.TRITON_SERIES) ------------------------------------------------------------------
 # The shipped kernels as each series compiles them for sm_90: the installed 3.6.0 (CI's), 3.8.0 (torch 2.14.1's pin,
-# SGLang 0.5.23's) and 3.9.0 (torch 2.15's, under which the Hopper backend is not taken, so the Triton kernels are
-# what an H100 / H200 runs). Local loads + stores (LDL + STL, the whole kernel) measured 2026-12-04: none under
-# 3.6.0; 3.8.0's pa_decode 2 + 2, outside its loop; 3.9.0's pa_decode 5 + 5 (one LDL in its 1543-instruction loop),
-# the large write 3 + 3 and with the fp8 index-K 4 + 2 (both under the 56-register cap). A count that grows fails
-# (docs/triton.md "Other triton series").
+# SGLang 0.5.23's) and 3.9.0 (torch 2.15's; the Triton kernels are what AMD devices and other NVIDIA ones run, and
+# what an H100 / H200 ran under 3.9 before the Hopper backend took that series). Local loads + stores (LDL + STL, the
+# whole kernel) measured 2026-12-04: none under 3.6.0; 3.8.0's pa_decode 2 + 2, outside its loop; 3.9.0's
+# pa_decode 5 + 5 (one LDL in its 1543-instruction loop), the large write 3 + 3 and with the fp8 index-K 4 + 2 (both
+# under the 56-register cap). A count that grows fails (docs/triton.md "Other triton series").
 SHIPPED_SPILL_OPS = {"installed": {}, "3.8": {"pa_decode": 4},
                      "3.9": {"pa_decode": 10, "write, large": 6, "write, large, fp8 index-K": 6}}
 SHIPPED_LOOP_SPILL_LOADS = {"installed": 0, "3.8": 0, "3.9": 1}  # pa_decode's main loop

@@ -2,7 +2,7 @@
 # The other triton series beside the installed 3.6.0, each in its own folder (first on PYTHONPATH only for the
 # subprocess of the test that wants it; tests/_helpers.py triton_series_dir):
 #   .triton38/ 3.8.0: torch 2.14.1's pin, hence SGLang 0.5.23's; the Hopper backend accepts it (its GPU tests ran);
-#   .triton39/ 3.9.0: torch 2.15's pin; compile checks only (the Hopper backend does not take it before its GPU tests).
+#   .triton39/ 3.9.0: torch 2.15's pin; the Hopper backend accepts it (its GPU tests ran on 2026-12-05).
 # tests/test_hopper_compile.py and tests/test_triton_compile.py compile the kernels for sm_90 under each.
 # --no-deps --target: never touches the environment's torch or triton. Idempotent (a folder that already holds its
 # version is kept).
