@@ -8,9 +8,9 @@
 #       the split tail (HopperConfig.tail_splits, off by default): its GPU tests, then hopper_bench on issue 14's rows
 #       and the rows around one wave (396 programs), the default against tail_splits 2 / 3 / 4 in the same run
 #   bash docs/bench/2026-12-04-h200-next/call.sh sweep   (<= 9 min, no carry)
-#       tests/test_layout_sweep.py on the GPU, its layout half then its dtype half (270 s each): every op and the
-#       layer's step x tensor argument x layout / dtype on the torch, Triton and Hopper backends (each alignment or
-#       dtype of an input is a new compile)
+#       tests/test_layout_sweep.py on the GPU, its layout half then its dtype half, one process (150 s) per op group
+#       in each (a CUDA error is sticky): every op and the layer's step x tensor argument x layout / dtype on the
+#       torch, Triton and Hopper backends (each alignment or dtype of an input is a new compile)
 #   bash docs/bench/2026-12-04-h200-next/call.sh triton39a   (seconds; carry .whl/t39a)
 #   bash docs/bench/2026-12-04-h200-next/call.sh triton39b   (~8 min; carry .whl/t39b; the machine still warm)
 #       triton 3.9.0 (torch 2.15's pin), built by pack_triton39.sh in two parts: the first call leaves part a in /tmp,
@@ -53,7 +53,9 @@ elif [ "$1" = tail ]; then
     --variant tail_splits=2 --variant tail_splits=3 --variant tail_splits=4 > $R/tail.log 2>&1
   echo "hopper_bench rc $?"; tail -n 12 $R/tail/hopper_bench.md
 elif [ "$1" = triton39b ]; then
-  [ -f /tmp/t39/part_aa ] || { echo "part a is not in /tmp/t39: run call.sh triton39a first (same warm machine)"; exit 2; }
+  if [ ! -f /tmp/t39/part_aa ]; then
+    echo "part a is not in /tmp/t39: run call.sh triton39a first (same warm machine)"; exit 2
+  fi
   cat /tmp/t39/part_aa .whl/t39b/part_ab > /tmp/t39/t39.tar.xz && md5sum /tmp/t39/t39.tar.xz | tee $R/t39_md5.txt
   rm -rf /tmp/t39/site && mkdir -p /tmp/t39/site
   python3 -c "import tarfile; tarfile.open('/tmp/t39/t39.tar.xz', 'r:xz').extractall('/tmp/t39/site')"
@@ -65,10 +67,11 @@ import torch, triton
 from atom_mxfp4.kernels import hopper
 from atom_mxfp4.backends import resolve_backend
 print('triton', triton.__version__, triton.__file__, 'torch', torch.__version__, 'series variable', repr('$series'))
-print('hopper usable:', hopper.usable(torch.device('cuda', 0)), '| backend=None ->', resolve_backend(None, 'cuda:0').name)
+print('hopper usable:', hopper.usable(torch.device('cuda', 0)),
+      '| backend=None ->', resolve_backend(None, 'cuda:0').name)
 " 2>&1 | tee -a $R/triton39_env.txt
   done
-  # TRITON_SERIES leaves 3.9 out until this call passes: the tests force the backend by name, so let them import it
+  # written while TRITON_SERIES left 3.9 out (the variable let the tests import the kernels; a no-op since 3.9 joined)
   ATOM_MXFP4_HOPPER_TRITON_SERIES=3.9 timeout 220 python3 -P -m pytest -q -m "gpu or not gpu" \
     tests/gpu/test_hopper_gpu.py tests/gpu/test_hopper_index_gpu.py tests/gpu/test_layer_gpu.py -p no:cacheprovider \
     > $R/gpu_tests_hopper_triton39.txt 2>&1

@@ -5,14 +5,16 @@
 # What the GPU does not need is left out: the AMD backend's libraries (its Python files stay: the backend discovery
 # imports them), the CUPTI libraries and proton (profiling), libtriton.so's debug info (strip: 500 -> 192 MB). The
 # legacy ptxas (CUDA 12.9, arch < 90 only) becomes a link to ptxas-blackwell (CUDA 13.4): 3.9 compiles sm_90 with the
-# latter. Checked on the CPU on 2026-12-04: hopper_sass.py under the stripped package gives the full one's counts.
+# latter. Checked on the CPU on 2026-12-04 with the cp311 build: hopper_sass.py under the stripped package gives the
+# full one's counts (the cp312 build cannot be imported by this machine's python 3.11; it ran on the H200, call 8).
 set -euo pipefail
 # The device runs python 3.12: its wheel (cp312-abi3), not .triton39's (this machine's cp311: libtriton.so built for
-# 3.11 segfaulted at import on the H200, 2026-12-05 call 7).
+# 3.11 segfaulted at import on the H200, 2026-12-05 call 6).
 WORK=$(mktemp -d); mkdir -p "$WORK/site" "$WORK/wheel"
 python3 -m pip download -q triton==3.9.0 --python-version 3.12 --only-binary=:all: --no-deps \
   --platform manylinux_2_27_x86_64 -d "$WORK/wheel"
-python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$WORK"/wheel/*.whl "$WORK/wheel/x"
+python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
+  "$WORK"/wheel/*.whl "$WORK/wheel/x"
 cp -r "$WORK/wheel/x/triton" "$WORK/site/" && rm -rf "$WORK/wheel"
 chmod +x "$WORK"/site/triton/backends/nvidia/bin/*
 T=$WORK/site/triton
