@@ -8,13 +8,12 @@ One place for them, so a kernel module never spells a release's name or takes a 
   --dump`` under 3.6 and 3.8 before and after this module: byte for byte);
 - FP fusion (FMA contraction): on by default through 3.9, off by default from 3.10 (3.9 warns so and suggests
   ``TRITON_DEFAULT_FP_FUSION=0`` early). Every launch and ``compile_for_sm90`` pass ``FUSED``, the option the GPU
-  tests ran, whatever the release or the variable: the Triton backend's (kernels/triton/_options.py), re-exported.
+  tests ran, whatever the release or the variable (the Triton backend does the same: kernels/triton/_options.py).
 """
 
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from atom_mxfp4.kernels.triton._options import FUSED  # noqa: F401  (re-exported for the Hopper kernel modules)
-
 cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+FUSED = {"enable_fp_fusion": True}
