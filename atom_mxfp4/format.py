@@ -22,7 +22,7 @@ import enum
 
 import torch
 
-from .errors import expect, expect_dtype
+from .errors import expect, expect_dtype, fail
 from .layout import BLOCK, E8M0_MAX, E8M0_MIN  # noqa: F401  (elements per e8m0 scale; scale bytes writers emit)
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
@@ -50,9 +50,19 @@ DEFAULT_CACHE_SCALE_MODE = "mse"
 chosen by the accuracy study in docs/accuracy.md (lower output error than CEIL in most cases, same decode cost).
 ``quantize_mxfp4`` keeps CEIL, the aiter / SGLang rule, as its default."""
 
+DEQUANTIZE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+"""The output dtypes of ``dequantize_mxfp4``: its fp32 values cast to the dtype (bf16 and fp64 hold every one exactly;
+fp16 only within its range, +-Inf past 65504). Not the fp8 dtypes (torch's casts give NaN past their range instead
+of saturating), nor integers or bool (0.5 would truncate to 0)."""
+
 # code thresholds on v = |x| / scale: code = sum of these comparisons (ties go to the even code)
 _STRICT = (0.25, 1.25, 2.5, 5.0)  # v > t   (the tie stays on the lower, even code)
 _INCLUSIVE = (0.75, 1.75, 3.5)  # v >= t  (the tie moves up to the even code)
+
+
+def _expect_tensor(value, name: str) -> None:
+    if not isinstance(value, torch.Tensor):
+        fail(name, "a tensor", type(value).__name__, TypeError)
 
 
 def _e8m0_to_float(e: torch.Tensor) -> torch.Tensor:
@@ -87,6 +97,8 @@ def _squared_error(xb: torch.Tensor, codes: torch.Tensor, e: torch.Tensor) -> to
 
 def scale_exponent(xb: torch.Tensor, mode: ScaleMode = ScaleMode.CEIL) -> torch.Tensor:
     """The e8m0 byte of each block. xb [..., nb, 32] fp32 -> e [..., nb] int32 in [1, 254]."""
+    _expect_tensor(xb, "xb")
+    expect_dtype(xb, "xb", (torch.float32,))  # read through an int32 view: another width would mis-slice its bits
     mode = ScaleMode.parse(mode)
     finite = torch.isfinite(xb)
     amax = torch.where(finite, xb.abs(), torch.zeros_like(xb)).amax(dim=-1)
@@ -106,6 +118,7 @@ def scale_exponent(xb: torch.Tensor, mode: ScaleMode = ScaleMode.CEIL) -> torch.
 
 def quantize_mxfp4(x: torch.Tensor, mode: ScaleMode = ScaleMode.CEIL) -> tuple[torch.Tensor, torch.Tensor]:
     """x [..., D] (float, D % 32 == 0) -> (data uint8 [..., D // 2], scale uint8 e8m0 [..., D // 32])."""
+    _expect_tensor(x, "x")
     expect(x.is_floating_point(), "x", "a floating-point tensor", x.dtype, TypeError)
     expect(x.dim() >= 1 and x.shape[-1] % BLOCK == 0, "x.shape[-1]", f"a multiple of {BLOCK}", list(x.shape))
     lead, d = x.shape[:-1], x.shape[-1]
@@ -117,7 +130,13 @@ def quantize_mxfp4(x: torch.Tensor, mode: ScaleMode = ScaleMode.CEIL) -> tuple[t
 
 
 def dequantize_mxfp4(data: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """(data uint8 [..., D // 2], scale uint8 [..., D // 32]) -> values [..., D] in ``dtype``."""
+    """(data uint8 [..., D // 2], scale uint8 [..., D // 32]) -> values [..., D] in ``dtype``, one of
+    ``DEQUANTIZE_DTYPES``."""
+    _expect_tensor(data, "data")
+    _expect_tensor(scale, "scale")
+    if dtype not in DEQUANTIZE_DTYPES:
+        names = [str(d) for d in DEQUANTIZE_DTYPES]
+        fail("dtype", f"{', '.join(names[:-1])} or {names[-1]}", repr(dtype), TypeError)
     expect_dtype(data, "data", (torch.uint8,))
     expect_dtype(scale, "scale", (torch.uint8,))
     expect(data.shape[:-1] == scale.shape[:-1] and data.shape[-1] == scale.shape[-1] * BLOCK // 2,

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _helpers as H  # noqa: E402
 
 from atom_mxfp4 import backends, ops  # noqa: E402
-from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4  # noqa: E402
+from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4, scale_exponent  # noqa: E402
 from atom_mxfp4.layout import qkv_width  # noqa: E402
 
 META = torch.device("meta")
@@ -261,6 +261,43 @@ def test_codec_refusals():
     with pytest.raises(TypeError) as ei:
         dequantize_mxfp4(d.to(I32), s)
     H.err_names(ei)
+
+
+CODEC_TENSOR_ARGS = {
+    # name: (the call with that argument a Python list, the argument's name)
+    "quantize_x": (lambda d, s: quantize_mxfp4([0.5] * 32), "x"),
+    "dequantize_data": (lambda d, s: dequantize_mxfp4(d.tolist(), s), "data"),
+    "dequantize_scale": (lambda d, s: dequantize_mxfp4(d, s.tolist()), "scale"),
+    "scale_exponent_xb": (lambda d, s: scale_exponent([[0.5] * 32]), "xb"),
+}
+
+
+@pytest.mark.parametrize("case", list(CODEC_TENSOR_ARGS))
+def test_codec_refuses_a_non_tensor(case):
+    """A list was an AttributeError ('list' object has no attribute ...) from deep inside the codec."""
+    call, name = CODEC_TENSOR_ARGS[case]
+    d, s = quantize_mxfp4(torch.randn(2, 64))
+    with pytest.raises(TypeError) as ei:
+        call(d, s)
+    assert str(ei.value) == f"{name} must be a tensor, got list"
+
+
+def test_scale_exponent_refuses_a_non_fp32_block():
+    """A bf16 xb was read through an int32 view of half its bytes: one scale for two blocks, no error."""
+    with pytest.raises(TypeError) as ei:
+        scale_exponent(torch.ones(2, 32, dtype=BF16))
+    H.err_names(ei, "xb", "torch.float32", "torch.bfloat16")
+
+
+@pytest.mark.parametrize("dtype", [I32, torch.uint8, torch.bool, torch.complex64, torch.float8_e4m3fn, "float32"],
+                         ids=repr)
+def test_dequantize_refuses_an_output_dtype_it_does_not_support(dtype):
+    """Any dtype was accepted, integers included: int32 truncated every value (0.5 -> 0)."""
+    d, s = quantize_mxfp4(torch.randn(2, 64))
+    with pytest.raises(TypeError) as ei:
+        dequantize_mxfp4(d, s, dtype=dtype)
+    want = "dtype must be torch.float32, torch.bfloat16, torch.float16 or torch.float64"
+    assert str(ei.value) == f"{want}, got {dtype!r}"
 
 
 def test_backend_selection():
