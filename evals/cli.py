@@ -40,11 +40,14 @@ def _check_gsm8k(args: argparse.Namespace) -> None:
 
 
 def _cmd_gsm8k(args: argparse.Namespace) -> int:
-    from .gsm8k import compare_files, format_table, run_ab
+    from .gsm8k import compare_files, expect_reachable, format_table, run_ab
 
     if args.compare:
         summary = compare_files(*args.compare)
     else:
+        for flag, url in (("--url", args.url), ("--baseline-url", args.baseline_url)):
+            if url is not None:
+                expect_reachable(url, flag)
         summary = run_ab(
             args.url, args.baseline_url, model=args.model, baseline_model=args.baseline_model, api=args.api,
             data_dir=args.data_dir, limit=args.limit, num_concurrent=args.num_concurrent,

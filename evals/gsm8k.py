@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from atom_mxfp4.errors import expect, fail
 
@@ -92,6 +94,23 @@ def endpoint(url: str, api: str) -> str:
     if url.endswith("/v1"):
         return url + suffix
     return url + "/v1" + suffix
+
+
+def expect_reachable(url: str, name: str, timeout: float = 5.0) -> None:
+    """Refuse (``InvalidArgument`` naming ``name``) a server whose host:port takes no TCP connection in ``timeout``
+    seconds: checked before lm-eval starts, which would retry each request and end in a traceback per worker."""
+    parts = urlsplit(url)
+    host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        if isinstance(error, TimeoutError):
+            why = f"no answer in {timeout:g} s"
+        else:
+            why = error.strerror or str(error) or type(error).__name__
+            why = why[:1].lower() + why[1:]
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        fail(name, "a server accepting connections", f"{url} ({where}: {why})")
 
 
 def served_model(url: str, timeout: float = 10.0) -> str:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,6 +140,50 @@ def test_gsm8k_single_chat_api(servers, tmp_path):
     for f in FILTERS:
         assert summary["filters"][f]["candidate_outcomes"] == want[f]
         assert summary["filters"][f]["candidate"]["mean"] == pytest.approx(sum(want[f]) / limit)
+
+
+def _free_port() -> int:
+    """A loopback port nothing listens on (bound, read, closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("dead_flag", ["--url", "--baseline-url"])
+def test_gsm8k_refuses_a_server_that_is_not_listening(dead_flag, tmp_path):
+    """A dead --url ended in 4 lm-eval tracebacks after its retries; now one line and exit 1 before lm-eval starts.
+
+    With a dead --baseline-url the candidate is a socket that listens but never answers: a run that reached it
+    would hang until --timeout, so the baseline's check comes first."""
+    for name in ("test.jsonl", "train.jsonl"):
+        (tmp_path / name).write_text("")
+    dead = f"http://127.0.0.1:{_free_port()}"
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        alive = f"http://127.0.0.1:{listening.getsockname()[1]}"
+        urls = {"--url": dead} if dead_flag == "--url" else {"--url": alive, "--baseline-url": dead + "/v1"}
+        argv = ["eval", "gsm8k", *(x for kv in urls.items() for x in kv), "--data-dir", str(tmp_path),
+                "--limit", "2", "--timeout", "5"]
+        proc = subprocess.run([sys.executable, "-m", "atom_mxfp4.cli", *argv], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines == [f"atom-mxfp4 eval gsm8k: error: {dead_flag} must be a server accepting connections, "
+                     f"got {urls[dead_flag]} (127.0.0.1:{dead.rsplit(':', 1)[1]}: connection refused)"]
+
+
+def test_reachability_check_names_a_timeout(monkeypatch):
+    from atom_mxfp4.evals import gsm8k
+
+    def no_answer(address, timeout):
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(gsm8k.socket, "create_connection", no_answer)
+    with pytest.raises(ValueError) as ei:
+        gsm8k.expect_reachable("https://h.example/v1", "--baseline-url", timeout=2.5)
+    assert str(ei.value) == ("--baseline-url must be a server accepting connections, got https://h.example/v1 "
+                             "(h.example:443: no answer in 2.5 s)")
 
 
 def test_local_task_config_names_missing_files(tmp_path):
