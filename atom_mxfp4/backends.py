@@ -95,16 +95,39 @@ def _resolve(name: str | None, device_type: str, device_index: int | None, inter
     return _compose(REFERENCE_BACKEND)  # runs anywhere
 
 
+_RESOLVED: dict = {}  # (name, torch.device with an index, or not CUDA) -> op table: the launch path's one lookup.
+# TRITON_INTERPRET is read on a miss: set it before the first op, or clear with _resolve.cache_clear() after a change
+
+
 def resolve_backend(name: str | None, device: torch.device | str) -> SimpleNamespace:
     """The op table of backend ``name`` (or the best for ``device`` when None). A CUDA device without an index is
     the current one (``plan_device``) where CUDA is available: its checks (capability, FlyDSL's self-check) run on
-    that device, never on cuda:0 for another rank."""
+    that device, never on cuda:0 for another rank. Every op calls this: a repeated (name, device) is one dict lookup
+    (a device without an index is resolved anew each time: the current device may have changed)."""
+    cacheable = isinstance(device, torch.device) and (device.type != "cuda" or device.index is not None)
+    key = (name, device)
+    found = _RESOLVED.get(key) if cacheable else None
+    if found is not None:
+        return found
     if name is not None:
         spec(name)
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
-        device = plan_device(device)
-    return _resolve(name, device.type, device.index, os.environ.get("TRITON_INTERPRET") == "1")
+    resolved = torch.device(device)
+    if resolved.type == "cuda" and resolved.index is None and torch.cuda.is_available():
+        resolved = plan_device(resolved)
+    found = _resolve(name, resolved.type, resolved.index, os.environ.get("TRITON_INTERPRET") == "1")
+    if cacheable:
+        _RESOLVED[key] = found
+    return found
+
+
+def _clear_resolved() -> None:
+    """Forget every resolved backend (tests that change what a device offers)."""
+    _RESOLVED.clear()
+    _resolve_cache_clear()
+
+
+_resolve_cache_clear = _resolve.cache_clear
+_resolve.cache_clear = _clear_resolved  # tests call backends._resolve.cache_clear(): it clears both
 
 
 def available_backends(device: torch.device | str = "cpu") -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .errors import expect, expect_dtype
+from .errors import expect, expect_dtype, fail
 from .index_k import FP8_RECORD_BYTES, IndexKDtype, fp8_data_view, fp8_scale_view
 # re-exported for code that read the geometry from here; the one definition is atom_mxfp4.layout
 from .layout import (DATA_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES, SCALE_BYTES, TOKEN_BYTES,  # noqa: F401
@@ -39,15 +39,21 @@ def capacity_ratio(dtype: str = "bf16") -> float:
 
 def as_records(cache: "MXFP4PageCache | torch.Tensor", name: str) -> torch.Tensor:
     """Accept a cache object or its records tensor; check the record layout."""
-    records = cache.records if isinstance(cache, MXFP4PageCache) else cache
-    expect(isinstance(records, torch.Tensor), name, "an MXFP4PageCache or a uint8 tensor", type(records).__name__,
-           TypeError)
+    return _dense_records(cache.records if isinstance(cache, MXFP4PageCache) else cache, name, RECORD_BYTES, "",
+                          "an MXFP4PageCache or a uint8 tensor")
+
+
+def _dense_records(records, name: str, width: int, what: str, kinds: str) -> torch.Tensor:
+    """``records`` as a dense uint8 ``[pages, heads, width]`` tensor, or a refusal naming ``name``. Every op calls
+    this for each cache: the messages are built only on failure."""
+    if not isinstance(records, torch.Tensor):
+        fail(name, kinds, type(records).__name__, TypeError)
     expect_dtype(records, name, (torch.uint8,))
-    expect(records.dim() == 3 and records.shape[2] == RECORD_BYTES, f"{name}.shape",
-           f"[pages, heads, {RECORD_BYTES}]", list(records.shape))
-    expect(records.stride(2) == 1 and records.stride(1) == RECORD_BYTES
-           and records.stride(0) == RECORD_BYTES * records.shape[1], f"{name}.stride()",
-           f"({RECORD_BYTES * records.shape[1]}, {RECORD_BYTES}, 1) (dense records)", tuple(records.stride()))
+    shape = records.shape
+    if len(shape) != 3 or shape[2] != width:
+        fail(f"{name}.shape", f"[pages, heads, {width}]{what}", list(shape))
+    if records.stride() != (width * shape[1], width, 1):
+        fail(f"{name}.stride()", f"({width * shape[1]}, {width}, 1) (dense records)", tuple(records.stride()))
     return records
 
 
@@ -140,15 +146,8 @@ def index_records(cache, dtype: "IndexKDtype | str", name: str = "index_k_cache"
         records = cache
     if dtype is IndexKDtype.MXFP4:
         return as_records(records, name)
-    expect(isinstance(records, torch.Tensor), name, "an FP8IndexKCache or a uint8 tensor", type(records).__name__,
-           TypeError)
-    expect_dtype(records, name, (torch.uint8,))
-    width = FP8_RECORD_BYTES
-    expect(records.dim() == 3 and records.shape[2] == width, f"{name}.shape",
-           f"[pages, heads, {width}] (index_k_dtype 'fp8')", list(records.shape))
-    expect(records.stride(2) == 1 and records.stride(1) == width and records.stride(0) == width * records.shape[1],
-           f"{name}.stride()", f"({width * records.shape[1]}, {width}, 1) (dense records)", tuple(records.stride()))
-    return records
+    return _dense_records(records, name, FP8_RECORD_BYTES, " (index_k_dtype 'fp8')",
+                          "an FP8IndexKCache or a uint8 tensor")
 
 
 class FP8IndexKCache(_PageRecords):

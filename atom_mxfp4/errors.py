@@ -43,32 +43,39 @@ def expect(cond: bool, name: str, expected: str, actual: object, exc: type[Excep
         fail(name, expected, actual, exc)
 
 
+# The helpers below build their message only when the check fails: they run on every call of every op, where an
+# f-string formatted for nothing costs as much as the check (issue 39).
 def expect_dtype(tensor, name: str, allowed) -> None:
-    allowed = tuple(allowed)
-    expect(tensor.dtype in allowed, name, f"of dtype {' or '.join(str(d) for d in allowed)}", tensor.dtype, TypeError)
+    if tensor.dtype not in allowed:
+        fail(name, f"of dtype {' or '.join(str(d) for d in allowed)}", tensor.dtype, TypeError)
 
 
 def expect_shape(tensor, name: str, shape: tuple) -> None:
     """``shape`` entries may be ``None`` (any size)."""
-    ok = tensor.dim() == len(shape) and all(s is None or s == a for s, a in zip(shape, tensor.shape))
+    actual = tensor.shape
+    if len(actual) == len(shape) and all(s is None or s == a for s, a in zip(shape, actual)):
+        return
     want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
-    expect(ok, name, f"of shape {want}", list(tensor.shape))
+    fail(name, f"of shape {want}", list(actual))
 
 
 def expect_device(tensor, name: str, device) -> None:
-    expect(tensor.device == device, name, f"on device {device}", tensor.device)
+    if tensor.device != device:
+        fail(name, f"on device {device}", tensor.device)
 
 
 def expect_contiguous(tensor, name: str) -> None:
-    expect(tensor.is_contiguous(), name, "contiguous", f"strides {tuple(tensor.stride())}")
+    if not tensor.is_contiguous():
+        fail(name, "contiguous", f"strides {tuple(tensor.stride())}")
 
 
 def expect_aligned(tensor, name: str, alignment: int, why: str) -> None:
     """The tensor's first element at an address that is a multiple of ``alignment`` bytes (a kernel reading it in
     ``alignment``-byte vectors or copies; ``why`` says which)."""
     address = tensor.data_ptr()
-    expect(address % alignment == 0, f"{name} address", f"{alignment}-byte aligned ({why})",
-           f"{address:#x} (storage offset {tensor.storage_offset()})")
+    if address % alignment:
+        fail(f"{name} address", f"{alignment}-byte aligned ({why})",
+             f"{address:#x} (storage offset {tensor.storage_offset()})")
 
 
 def is_number(value) -> bool:
@@ -80,15 +87,17 @@ def expect_int(value, name: str, minimum: int | None = None, maximum: int | None
     """An int (not a bool) in [minimum, maximum] (either bound optional); returns it."""
     ok = isinstance(value, int) and not isinstance(value, bool)
     ok = ok and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    if ok:
+        return value
     if minimum is not None and maximum is not None:
         want = f"an int in [{minimum}, {maximum}]"
     else:
         want = "an int" + (f" >= {minimum}" if minimum is not None else f" <= {maximum}" if maximum is not None else "")
-    expect(ok, name, want, repr(value))
-    return value
+    fail(name, want, repr(value))
 
 
 def expect_positive(value, name: str) -> float:
     """A finite number > 0 (an int is accepted); returns it as a float."""
-    expect(is_number(value) and math.isfinite(value) and value > 0, name, "a finite number > 0", repr(value))
+    if not (is_number(value) and math.isfinite(value) and value > 0):
+        fail(name, "a finite number > 0", repr(value))
     return float(value)

@@ -18,6 +18,7 @@ import torch
 from . import ops
 from .backends import resolve_backend
 from .cache import FP8IndexKCache, MXFP4PageCache, allocate_index_k, as_records, index_records
+from .checked import once
 from .errors import expect, expect_aligned, expect_int, expect_positive, fail
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
@@ -118,6 +119,23 @@ class AttentionMetadata:
     token_request: torch.Tensor
     block_table: torch.Tensor
     plans: dict = field(default_factory=dict, repr=False, compare=False)
+    _rows: tuple = field(default=(None, None), init=False, repr=False, compare=False)
+
+    @property
+    def row_position(self) -> torch.Tensor:
+        """``positions`` as int32 [T] (what the top-k and attention ops read): converted once per batch, not once per
+        layer, into one buffer (graph-stable). Converted again whenever ``positions`` changed since (a new tensor, or
+        an in-place refill: torch's version counter) and under CUDA-graph capture (so a captured graph converts the
+        positions it is replayed with)."""
+        positions = self.positions
+        state, rows = self._rows
+        now = (id(positions), positions._version, positions.data_ptr(), positions.shape)
+        if state != now or (positions.is_cuda and torch.cuda.is_current_stream_capturing()):
+            if rows is None or rows.shape != positions.shape or rows.device != positions.device:
+                rows = torch.empty(positions.shape, dtype=torch.int32, device=positions.device)
+            rows.copy_(positions)
+            self._rows = (now, rows)
+        return rows
 
     def pa_decode_plan(self, config: LayerConfig, device, backend: str | None = None) -> DecodePlan:
         """The pa_decode plan of this batch for layers of ``config``'s geometry on ``device`` (atom_mxfp4.plan).
@@ -126,15 +144,19 @@ class AttentionMetadata:
         per (backend, group, device); every later layer gets the same plan. A call the kept plan does not cover (more
         tokens or a wider block table than it was made for) replaces it by one covering both. Never allocates when the
         plan exists: build it before CUDA-graph capture."""
+        rows, width = config.pa_decode_shape(self)
+        plan = self.plans.get((backend, config.group, device))  # every layer after the first: this lookup
+        if plan is not None and plan.num_rows >= rows and plan.max_table_width >= width:
+            return plan
         device = plan_device(device)
         name = resolve_backend(backend, device).name
-        rows, width = config.pa_decode_shape(self)
         key = (name, config.group, device)
         plan = self.plans.get(key)
         if plan is None or not plan.covers(backend=name, rows=rows, width=width, group=config.group, device=device):
             if plan is not None:
                 rows, width = max(rows, plan.num_rows), max(width, plan.max_table_width)
             plan = self.plans[key] = ops.plan_pa_decode(rows, width, config.group, device, backend=name)
+        self.plans[(backend, config.group, device)] = plan
         return plan
 
     @classmethod
@@ -247,9 +269,9 @@ class SparseMXFP4Attention:
     def select(self, idx_q: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, check: bool = True,
                positions: torch.Tensor | None = None):
         """Top-k blocks [nkv, T, topk] of the rows of ``meta`` (index_topk; ``forward`` hands them to ops.attend).
-        ``positions``: meta.positions as int32, when the caller has it already."""
+        ``positions``: the rows' positions as int32 (None: ``meta.row_position``)."""
         c = self.config
-        positions = meta.positions.to(torch.int32) if positions is None else positions
+        positions = meta.row_position if positions is None else positions
         return ops.index_topk(idx_q, caches.index_k, meta.block_table, meta.token_request,
                               positions, topk=c.topk, init_blocks=c.init_blocks,
                               local_blocks=c.local_blocks, index_k_dtype=c.index_k_dtype, backend=self.backend,
@@ -258,8 +280,9 @@ class SparseMXFP4Attention:
     def validate(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches) -> None:
         """Everything ``forward`` needs, checked before its first cache write, so a refused step leaves the caches
         byte-identical: the fused write's arguments (the same check as the op's) and the metadata every later op
-        reads (the checks of index_topk / attend on it; their other inputs are made by the
-        ops before them and are valid by construction). Host syncs; ``forward(check=True)`` runs it."""
+        reads (the checks of index_topk / attend on it; their other inputs are made by the ops before them and are
+        valid by construction). Attributes on every call; the metadata's values once per batch (host syncs, only
+        in the first layer that reads them: atom_mxfp4.checked). ``forward(check=True)`` runs it."""
         c = self.config
         expect(isinstance(meta, AttentionMetadata), "meta", "an AttentionMetadata", type(meta).__name__, TypeError)
         expect(isinstance(caches, LayerCaches), "caches", "a LayerCaches", type(caches).__name__, TypeError)
@@ -279,51 +302,65 @@ class SparseMXFP4Attention:
         pages = records[0].shape[0]
         expect(pages * c.num_kv_heads <= 2**31 - 1, "caches.k pages * num_kv_heads", "< 2**31 (int32 table ids)",
                pages * c.num_kv_heads)
-        ops.check_rows(meta.block_table, meta.token_request, meta.positions.to(torch.int32), qkv.shape[0],
-                       qkv.device, pages, names=("meta.block_table", "meta.token_request", "meta.positions"))
+        # the ops read the positions as int32 (``row_position``); their values are named after what the caller gave
+        row_position = meta.row_position
+        ops.check_rows(meta.block_table, meta.token_request, row_position, qkv.shape[0], qkv.device, pages,
+                       names=("meta.block_table", "meta.token_request", "meta.positions"))
         if c.sparse:
             expect(meta.block_table.shape[1] <= MAX_INDEX_BLOCKS, "meta.block_table.shape[1] (pages per request)",
                    f"<= {MAX_INDEX_BLOCKS} on a sparse layer", meta.block_table.shape[1])
-        # a token is written where the attention reads it: slot = block_table[request, pos // 128] * 128 + pos % 128
-        pages = meta.block_table.long()[meta.token_request.long(), meta.positions // PAGE_SIZE]
-        where = pages * PAGE_SIZE + meta.positions % PAGE_SIZE
-        wrong = (meta.slot_mapping >= 0) & (meta.slot_mapping != where)
-        if wrong.numel() and bool(wrong.any()):
-            t = int(wrong.nonzero()[0, 0])
-            fail("meta.slot_mapping", "-1 or the slot block_table gives the token's position",
-                   f"{int(meta.slot_mapping[t])} for token {t} (position {int(meta.positions[t])}, table slot "
-                   f"{int(where[t])})")
+        once("slots", (meta.block_table, meta.token_request, meta.positions, meta.slot_mapping), (),
+             lambda: _check_slots(meta))
 
     def forward(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, *, return_topk=False,
-                check: bool = True):
-        """``check=True`` validates the whole step before the first cache write (``validate``), then runs the ops
-        unchecked; ``check=False`` skips validation and its host syncs: for CUDA-graph capture of decode, with
-        metadata the runner built itself (unchecked bad input is undefined)."""
+                check: bool = True, out: torch.Tensor | None = None):
+        """``check=True`` validates the whole step before the first cache write (``validate``: the metadata's values
+        once per batch), then runs the ops unchecked; ``check=False`` skips validation: for CUDA-graph capture of
+        decode, with metadata the runner built itself (unchecked bad input is undefined). ``out``: where to write the
+        result (a contiguous bf16 [T, nq * 128] tensor; None: a new one)."""
         c = self.config
         expect(qkv.shape[-1] == c.qkv_width, "qkv.shape[-1]", f"{c.qkv_width} for this layer's geometry",
                qkv.shape[-1])
         expect(c.sparse == (caches.index_k is not None), "caches.index_k",
                "given on sparse layers and None on dense ones", type(caches.index_k).__name__)
+        num_tokens, device = qkv.shape[0], qkv.device
+        if out is None:
+            out = torch.empty(num_tokens, c.num_q_heads * c.head_dim, dtype=torch.bfloat16, device=device)
+        elif check:
+            expect(isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16 and out.device == device
+                   and tuple(out.shape) == (num_tokens, c.num_q_heads * c.head_dim) and out.is_contiguous(), "out",
+                   f"a contiguous bf16 tensor [{num_tokens}, {c.num_q_heads * c.head_dim}] on {device}",
+                   f"{getattr(out, 'dtype', type(out).__name__)} {list(getattr(out, 'shape', []))}")
         if check:
             self.validate(qkv, meta, caches)
-        w = self.weights_on(qkv.device)
+        w = self.weights_on(device)
         q, idx_q = ops.fused_qknorm_rope_write(
             qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
-            self.cos_sin_cache(qkv.device), meta.slot_mapping, caches.k, caches.v, caches.index_k,
+            self.cos_sin_cache(device), meta.slot_mapping, caches.k, caches.v, caches.index_k,
             num_q_heads=c.num_q_heads, num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads,
             rotary_dim=c.rotary_dim, eps=c.eps, scale_mode=c.scale_mode, q_dtype=c.q_dtype,
             index_k_dtype=c.index_k_dtype, backend=self.backend, check=False)
-        positions = meta.positions.to(torch.int32)
-        topk_blocks = self.select(idx_q, meta, caches, check=False, positions=positions) if c.sparse else None
-        num_tokens = qkv.shape[0]
-        out = torch.empty(num_tokens * c.num_kv_heads, c.group, c.head_dim, dtype=torch.bfloat16, device=qkv.device)
-        plan = meta.pa_decode_plan(c, qkv.device, self.backend)  # the batch's: made by the first layer or the runner
+        topk_blocks = self.select(idx_q, meta, caches, check=False) if c.sparse else None
+        plan = meta.pa_decode_plan(c, device, self.backend)  # the batch's: made by the first layer or the runner
         # dense: the request's pages; sparse: its top-k blocks (one launch where the backend fuses the tables)
-        ops.attend(out, q.reshape(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v,
-                   meta.block_table, meta.token_request, positions, num_kv_heads=c.num_kv_heads,
+        ops.attend(out.view(num_tokens * c.num_kv_heads, c.group, c.head_dim),
+                   q.view(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v,
+                   meta.block_table, meta.token_request, meta.row_position, num_kv_heads=c.num_kv_heads,
                    topk_blocks=topk_blocks, softmax_scale=c.softmax_scale, plan=plan, backend=self.backend,
                    check=False)
-        out = out.view(num_tokens, c.num_q_heads * c.head_dim)
         return (out, topk_blocks) if return_topk else out
 
     __call__ = forward
+
+
+def _check_slots(meta: AttentionMetadata) -> None:
+    """Each token is written where the attention reads it: slot = block_table[request, pos // 128] * 128 + pos % 128,
+    or -1 (a value check ``validate`` runs once per batch: a host sync)."""
+    pages = meta.block_table.long()[meta.token_request.long(), meta.positions // PAGE_SIZE]
+    where = pages * PAGE_SIZE + meta.positions % PAGE_SIZE
+    wrong = (meta.slot_mapping >= 0) & (meta.slot_mapping != where)
+    if wrong.numel() and bool(wrong.any()):
+        t = int(wrong.nonzero()[0, 0])
+        fail("meta.slot_mapping", "-1 or the slot block_table gives the token's position",
+             f"{int(meta.slot_mapping[t])} for token {t} (position {int(meta.positions[t])}, table slot "
+             f"{int(where[t])})")

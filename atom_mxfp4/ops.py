@@ -3,9 +3,12 @@ attention step (pa_decode over the tables of ``dense_tables`` / ``build_sparse_t
 one launch (Hopper) and the others compose.
 
 Every op takes ``backend=None`` (best available for the device; an explicit name never falls back) and
-``check=True``. ``check=False`` skips all validation, including the value checks that need a device->host sync
-(slot and page ids in range, positions inside the RoPE table, lengths inside the table): use it on the CUDA-graph
-hot path with inputs you built yourself. Unchecked inputs out of range are undefined behaviour.
+``check=True``: attribute checks (dtype, shape, device, strides) on every call, and value checks that need a
+device->host sync (slot and page ids in range, positions inside the RoPE table, lengths inside the table, top-k ids
+canonical) once per batch: a value check that passed for the same, unchanged tensors is not run again
+(``atom_mxfp4.checked``), so every layer after the first reading a batch's metadata pays no sync. ``check=False``
+skips all validation: use it on the CUDA-graph hot path with inputs you built yourself. Unchecked inputs out of
+range are undefined behaviour.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import torch
 
 from .backends import resolve_backend
 from .cache import as_records, index_k_dtype_of, index_records
+from .checked import once
 from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
                      expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
@@ -111,9 +115,12 @@ def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_we
     expect(v_records.shape[0] == pages and (i_records is None or i_records.shape[0] == pages),
            "v_cache / index_k_cache pages", f"{pages} (as k_cache)",
            f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
-    _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
-    _in_range(slot_mapping, "slot_mapping", NO_SLOT, pages * PAGE_SIZE)
-    _distinct_slots(slot_mapping)
+    def values():
+        _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
+        _in_range(slot_mapping, "slot_mapping", NO_SLOT, pages * PAGE_SIZE)
+        _distinct_slots(slot_mapping)
+
+    once("write", (positions, slot_mapping), (cos_sin_cache.shape[0], pages), values)
 
 
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
@@ -165,14 +172,18 @@ def check_rows(block_table, row_request, row_position, rows: int, device, pages:
     expect_contiguous(block_table, table_name)
     _index_vector(row_request, request_name, rows, device)
     _index_vector(row_position, position_name, rows, device)
-    _in_range(row_request, request_name, 0, block_table.shape[0])
-    max_tokens = block_table.shape[1] // pages_per_block * block_tokens
-    _in_range(row_position, position_name, 0, max_tokens)
-    if rows:
-        # every page a row can see must be a real page
-        needed = (row_position.long() // PAGE_SIZE + 1)
-        used = torch.arange(block_table.shape[1], device=device) < needed[:, None]
-        _in_range(block_table[row_request.long()][used], f"{table_name} (entries a row can see)", 0, pages)
+
+    def values():
+        _in_range(row_request, request_name, 0, block_table.shape[0])
+        max_tokens = block_table.shape[1] // pages_per_block * block_tokens
+        _in_range(row_position, position_name, 0, max_tokens)
+        if rows:
+            # every page a row can see must be a real page
+            needed = (row_position.long() // PAGE_SIZE + 1)
+            used = torch.arange(block_table.shape[1], device=device) < needed[:, None]
+            _in_range(block_table[row_request.long()][used], f"{table_name} (entries a row can see)", 0, pages)
+
+    once("rows", (block_table, row_request, row_position), (pages, block_tokens, pages_per_block, names), values)
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk=16, init_blocks=0,
@@ -247,8 +258,12 @@ def _check_selection_args(topk_blocks, block_table, row_request, row_position, n
     check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
                (2**31 - 1) // nkv if pages is None else pages, PAGE_SIZE * ppb, ppb)
     blocks_per_row = block_table.shape[1] // ppb
-    _in_range(topk_blocks, "topk_blocks", NO_BLOCK, max(blocks_per_row, 0))
-    _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
+
+    def values():
+        _in_range(topk_blocks, "topk_blocks", NO_BLOCK, max(blocks_per_row, 0))
+        _check_selection(topk_blocks, row_position, PAGE_SIZE * ppb)
+
+    once("selection", (topk_blocks, row_position), (blocks_per_row, ppb), values)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -297,10 +312,13 @@ def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -
         expect_shape(query_scale, "query_scale", (rows,))
         expect_device(query_scale, "query_scale", device)
         expect_contiguous(query_scale, "query_scale")
-        bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
-        if rows and bool(bad.any()):  # host sync, check=True only
-            first = int(bad.nonzero()[0, 0])
-            fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
+        def values():
+            bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
+            if rows and bool(bad.any()):  # host sync, once per tensor (atom_mxfp4.checked)
+                first = int(bad.nonzero()[0, 0])
+                fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
+
+        once("query_scale", (query_scale,), (), values)
     else:
         expect(query_scale is None or is_number(query_scale), "query_scale",
                "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
@@ -338,12 +356,15 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         expect_device(tables, "tables", device)
         expect_contiguous(tables, "tables")
         _index_vector(context_lens, "context_lens", rows, device)
-        width = tables.shape[1]
-        _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
-        if rows and width:
-            used = torch.arange(width, device=device) * PAGE_SIZE < context_lens[:, None]
-            _in_range(tables[used], "tables (entries below context_lens)", 0,
-                      k_records.shape[0] * k_records.shape[1])
+        width, pages = tables.shape[1], k_records.shape[0] * k_records.shape[1]
+
+        def values():
+            _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
+            if rows and width:
+                used = torch.arange(width, device=device) * PAGE_SIZE < context_lens[:, None]
+                _in_range(tables[used], "tables (entries below context_lens)", 0, pages)
+
+        once("tables", (tables, context_lens), (pages,), values)
     impl = resolve_backend(backend, q.device)
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=tables.shape[1], group=q.shape[1], device=q.device)

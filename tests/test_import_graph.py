@@ -20,13 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"atom_mxfp4": ROOT / "atom_mxfp4", "atom_mxfp4.kernels": ROOT / "kernels",
             "atom_mxfp4.model_patches": ROOT / "model_patches", "atom_mxfp4.evals": ROOT / "evals"}
 GROUND = {"atom_mxfp4.layout", "atom_mxfp4.errors", "atom_mxfp4.registry", "atom_mxfp4.rope", "atom_mxfp4.format",
-          "atom_mxfp4.index_k", "atom_mxfp4.plan"}  # index_k: the fp8 index-K codec beside format's MXFP4 one;
-# plan: the pa_decode plan protocol every backend's make_plan returns
+          "atom_mxfp4.index_k", "atom_mxfp4.plan", "atom_mxfp4.launch"}  # index_k: the fp8 index-K codec beside
+# format's MXFP4 one; plan: the pa_decode plan protocol every backend's make_plan returns; launch: the pre-bound
+# kernel launches every compiled backend uses
 GROUND_MAY_IMPORT = {  # within the package
     "atom_mxfp4.layout": set(), "atom_mxfp4.errors": set(), "atom_mxfp4.rope": set(),
     "atom_mxfp4.registry": {"atom_mxfp4.errors"}, "atom_mxfp4.format": {"atom_mxfp4.errors", "atom_mxfp4.layout"},
     "atom_mxfp4.index_k": {"atom_mxfp4.errors", "atom_mxfp4.layout", "atom_mxfp4.format"},
-    "atom_mxfp4.plan": {"atom_mxfp4.errors"},
+    "atom_mxfp4.plan": {"atom_mxfp4.errors"}, "atom_mxfp4.launch": {"atom_mxfp4.errors"},
 }
 KERNEL_THIRD_PARTY = {"torch", "triton", "numpy", "flydsl"}
 

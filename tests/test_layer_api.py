@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from atom_mxfp4 import ops
+from atom_mxfp4 import checked as checked_values, ops
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.synthetic import make_request, make_weights
 
@@ -24,8 +24,15 @@ def test_check_false_skips_validation_and_gives_the_same_output(sparse, monkeypa
     monkeypatch.setattr(ops, "_in_range", no_value_checks)
     unchecked = layer(request.qkv, meta, LayerCaches.allocate(config, 8), check=False)
     assert torch.equal(checked, unchecked)
+    # check=True with the metadata it checked already (the next layer of the step): attributes only, no value check
+    assert torch.equal(layer(request.qkv, meta, LayerCaches.allocate(config, 8)), checked)
+    meta.positions.add_(0)  # an in-place write (torch bumps the version): the batch's values are checked again
     with pytest.raises(AssertionError, match="host-syncing"):
-        layer(request.qkv, meta, LayerCaches.allocate(config, 8))  # and check=True does run them
+        layer(request.qkv, meta, LayerCaches.allocate(config, 8))
+    checked_values.clear()
+    fresh = AttentionMetadata.for_requests(block_table, [0], [300])  # a new batch: new tensors, checked again
+    with pytest.raises(AssertionError, match="host-syncing"):
+        layer(request.qkv, fresh, LayerCaches.allocate(config, 8))
 
 
 def test_layers_share_one_rope_table():

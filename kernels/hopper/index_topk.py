@@ -39,6 +39,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect, expect_aligned
 from atom_mxfp4.index_k import IndexKDtype
+from atom_mxfp4.launch import cdiv, launcher
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 
 from . import layout as L
@@ -303,7 +304,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     expect(cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES, "config.stages", f"None or in [2, {MAX_STAGES}]",
            cfg.stages)
     expect(idx_q.numel() < 2**31, "idx_q.numel()", "< 2**31 (the kernel's q offsets are 32-bit)", idx_q.numel())
-    _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
+    launcher(_score_kernel)[(rows, cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
         STAGES=stages_for(rows, max_blocks, index_dtype) if cfg.stages is None else cfg.stages,

@@ -48,7 +48,8 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.layout import MAX_PAGES_PER_BLOCK, MAX_TOPK
-from atom_mxfp4.plan import check_plan, checked_split
+from atom_mxfp4.launch import launcher, pow2_at_least
+from atom_mxfp4.plan import check_plan
 
 from . import NAME
 from . import _cluster
@@ -60,8 +61,8 @@ from ._gluon import FUSED, async_load, cta_barrier
 from .policy import (  # noqa: F401
     CLUSTER_PAGES_PER_SPLIT, CLUSTER_SIZES, CLUSTERED_SPLITS, DEFAULT_CONFIG, EIGHT_WARP_MIN_PAGES,
     FILL_PAGES_PER_SPLIT, H200_SMS, MAX_SPLITS, MAX_TAIL_SPLITS, MIN_PAGES_PER_SPLIT, ONE_PAGE_SPLIT_WIDTH,
-    POLICY_CLUSTER_SIZES, SOURCE_DENSE, SOURCE_SPARSE, SOURCE_TABLES, HopperConfig, HopperDecodePlan, _sms,
-    cluster_for, make_plan, num_splits_for, partial_slots, tail_for, warps_for, with_config)
+    POLICY_CLUSTER_SIZES, SOURCE_DENSE, SOURCE_SPARSE, SOURCE_TABLES, HopperConfig, HopperDecodePlan, LaunchShape, _sms,
+    cluster_for, launch_shape, make_plan, num_splits_for, partial_slots, tail_for, warps_for, with_config)
 
 LOG2E = 1.4426950408889634
 
@@ -786,55 +787,54 @@ def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
 
 def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, pointers, sizes, source, topk_pow2=1,
             ppb=1):
-    """Plan, split and launch the kernel for ``rows`` x ``width`` (the table's width; a given plan was checked by
-    ``_check_launch``); ``pointers``: tables /
-    block table, context_lens, request, position, topk (unused ones any tensor); ``sizes``: table_stride,
-    num_kv_heads, num_tokens, topk."""
+    """Launch the kernel for ``rows`` x ``width`` (the table's width; a given plan was checked by ``_check_launch``)
+    as the plan decided for that shape (``launch_shape``); ``pointers``: tables / block table, context_lens, request,
+    position, topk (unused ones any tensor); ``sizes``: table_stride, num_kv_heads, num_tokens, topk."""
     rows, group, _ = q.shape
-    # ---- flatten: records as int32 words; a tensor query_scale is read per row, a number (or None = 1) is folded
-    k_words = k_cache.view(torch.int32)
-    v_words = v_cache.view(torch.int32)
-    has_query_scale = isinstance(query_scale, torch.Tensor)
-    query_scale_arg = query_scale if has_query_scale else out  # never read when not has_query_scale
-    scalar_scale = 1.0 if query_scale is None or has_query_scale else float(query_scale)
     # ---- early return
     if rows == 0 or width == 0:
         out.zero_()
         return out
     # ---- allocate (the plan's workspace; one is made here when the caller passed none)
     plan = make_plan(rows, width, group, q.device) if plan is None else plan
-    # ---- tuning: the plan's config; the split of this call's own shape (the same under any plan that covers it)
-    cfg = plan.config
-    splits, pages_per_split = checked_split(plan, rows, width)
-    tail_begin, tail, tail_pages = (tail_for(cfg, rows, width, splits, source, q.device) if plan.forced_splits is None
-                                    else (rows, 0, 0))
-    if tail:  # the split tail: rows before tail_begin direct, each later row ``tail`` splits, one grid dimension
-        expect(plan.part_out is not None and plan.part_out.shape[0] >= (rows - tail_begin) * tail,
-               "plan workspace (part_out slots)", f">= {(rows - tail_begin) * tail} for the split tail",
-               None if plan.part_out is None else plan.part_out.shape[0])
-        splits, pages_per_split = tail, tail_pages
-    programs = tail_begin + (rows - tail_begin) * tail if tail else rows * splits
-    warps = warps_for(cfg, programs, pages_per_split, q.device)
-    cluster = 1 if tail else cluster_for(cfg, rows, splits, q.device, warps)
+    # ---- tuning: decided once per (plan, shape); the same split under any plan that covers the call
+    shape = launch_shape(plan, rows, width, source)
+    splits, cluster = shape.splits, shape.cluster
+    # ---- flatten: records as int32 words; a tensor query_scale is read per row, a number (or None = 1) is folded
+    has_query_scale = isinstance(query_scale, torch.Tensor)
+    scalar_scale = 1.0 if query_scale is None or has_query_scale else float(query_scale)
     table_stride, num_kv_heads, num_tokens, topk = sizes
     # ---- launch (the plan's workspace: partials of splits, or of grouped clusters' head slices)
     workspace = (plan.part_out, plan.part_lse, plan.counters) if splits > 1 else (out, out, out)
-    args = (out, q, k_words, v_words, *pointers, query_scale_arg, *workspace,
-            table_stride, width, num_kv_heads, num_tokens, topk, group, pages_per_split, splits,
-            float(softmax_scale) * scalar_scale * LOG2E, tail_begin if tail else 0)  # 0 unless read: one JIT
+    args = (out, q, k_cache.view(torch.int32), v_cache.view(torch.int32), *pointers,
+            query_scale if has_query_scale else out, *workspace,  # query_scale never read unless HAS_QUERY_SCALE
+            table_stride, width, num_kv_heads, num_tokens, topk, group, shape.pages_per_split, splits,
+            float(softmax_scale) * scalar_scale * LOG2E, shape.tail_begin)  # tail_begin 0 unless read: one JIT
     # specialisation of the kernels without a tail whatever the row count (an int 1 or a multiple of 16 is another)
-    constexprs = dict(HAS_QUERY_SCALE=has_query_scale, SPLIT=splits > cluster, STAGES=cfg.stages,
-                      FAST_DECODE=cfg.fast_decode, SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
-                      TAIL=tail, num_warps=warps, **FUSED,
-                      **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
-    if tail:
-        _pa_decode_kernel[(programs, 1)](*args, **constexprs)
+    constexprs = _constexprs(plan, shape, has_query_scale, source, topk_pow2, ppb)
+    if shape.tail:
+        launcher(_pa_decode_kernel)[(shape.programs, 1)](*args, **constexprs)
         return out
     if cluster > 1 and _launch_clusters(rows * splits // cluster, cluster, args, constexprs, q.device):
         return out
     # no cluster, or this device cannot hold one of this kernel's clusters: the row's last split merges through L2
-    _pa_decode_kernel[(rows, splits)](*args, **dict(constexprs, SPLIT=splits > 1, CLUSTER=1))
+    launcher(_pa_decode_kernel)[(rows, splits)](*args, **_constexprs(plan, shape, has_query_scale, source, topk_pow2, ppb, l2=True))
     return out
+
+
+def _constexprs(plan, shape, has_query_scale, source, topk_pow2, ppb, l2=False) -> dict:
+    """The kernel's constexpr and option keywords for a launch of ``shape`` (``l2``: its splits merged through L2,
+    no cluster), made once per plan and kind of launch. Callers never change the dict they get."""
+    key = (shape, has_query_scale, source, topk_pow2, ppb, l2)
+    found = plan.shapes.get(key)
+    if found is None:
+        cfg, cluster = plan.config, 1 if l2 else shape.cluster
+        found = plan.shapes[key] = dict(
+            HAS_QUERY_SCALE=has_query_scale, SPLIT=shape.splits > cluster, STAGES=cfg.stages,
+            FAST_DECODE=cfg.fast_decode, SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
+            TAIL=shape.tail, num_warps=shape.warps, **FUSED, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None
+                                                               else {}))
+    return found
 
 
 _CLUSTERS_FIT: dict = {}  # (CUfunction, cluster size, shared bytes) -> whether the device holds such a cluster
@@ -867,22 +867,9 @@ def _launch_clusters(clusters, cluster, args, constexprs, device) -> bool:
     """Launch ``clusters`` clusters of ``cluster`` CTAs (one grid dimension: a row's splits consecutive) with the
     exchange region (``_cluster.XCHG_BYTES``) past the kernel's own shared memory; False (nothing launched) when the
     device cannot hold such a cluster (``_clusters_fit``). Triton launches a kernel compiled for one CTA per program
-    without a cluster, so the compiled kernel is run here with the cluster size and shared-memory size its launcher
-    takes per call (``CompiledKernel.run``, the call ``JITFunction.run`` makes; triton 3.6 and 3.8)."""
-    kernel = _pa_decode_kernel.warmup(*args, grid=(clusters * cluster,), **constexprs)  # compiles or finds only
-    kernel = kernel.result() if hasattr(kernel, "result") else kernel
-    values = dict(zip(_pa_decode_kernel.arg_names, args), **constexprs)
-    bound = [values[name] for name in _pa_decode_kernel.arg_names]
-    run = kernel.run  # loads the module on first use
-    shared = -(-kernel.metadata.shared // 16) * 16 + _cluster.XCHG_BYTES
-    if not _clusters_fit(kernel.function, cluster, shared):
-        return False
-    stream = torch.cuda.current_stream(device).cuda_stream
-    hooks = triton.knobs.runtime
-    run(clusters, 1, 1, stream, kernel.function, (kernel.metadata.num_warps, cluster, shared),
-        kernel.launch_metadata((clusters * cluster, 1, 1), stream, *bound), hooks.launch_enter_hook,
-        hooks.launch_exit_hook, *bound)
-    return True
+    without a cluster, so the compiled kernel is run with the cluster size and shared-memory size its launcher takes
+    per call (atom_mxfp4.launch)."""
+    return launcher(_pa_decode_kernel).cluster((clusters * cluster,), cluster, _cluster.XCHG_BYTES, _clusters_fit)(*args, **constexprs)
 
 
 def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
@@ -945,7 +932,7 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
         return None  # declined: atom_mxfp4.ops composes build_sparse_tables + pa_decode (the same bits)
     return _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan,
                    (block_table, row_request, row_request, row_position, topk_blocks), sizes_common + (topk,),
-                   SOURCE_SPARSE, triton.next_power_of_2(max(topk, 1)), pages_per_block)
+                   SOURCE_SPARSE, pow2_at_least(max(topk, 1)), pages_per_block)
 
 
 # ---- compile without a GPU (tests/test_hopper_compile.py, evals/bench/hopper_sass.py) ----------------------------
@@ -980,7 +967,7 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
            "sparse attend", f"tail {tail} with cluster {cluster}, source {source!r}")
     constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split or tail > 0, "CLUSTER": cluster, "TAIL": tail,
                  "STAGES": config.stages, "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
-                 "TOPK_POW2": triton.next_power_of_2(topk) if source == "sparse" else 1,
+                 "TOPK_POW2": pow2_at_least(topk) if source == "sparse" else 1,
                  "PPB": pages_per_block if source == "sparse" else 1}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}

@@ -7,12 +7,12 @@ config, so a plan made once is valid for every replay of a CUDA graph. The kerne
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from atom_mxfp4.errors import expect
-from atom_mxfp4.plan import DecodePlan, check_forced_splits, plan_device, sm_count, split_pages
+from atom_mxfp4.plan import DecodePlan, check_forced_splits, checked_split, plan_device, sm_count, split_pages
 
 from . import NAME
 from . import _cluster
@@ -245,10 +245,53 @@ class HopperDecodePlan(DecodePlan):
     part_out: torch.Tensor | None
     part_lse: torch.Tensor | None
     counters: torch.Tensor | None
+    shapes: dict = field(default_factory=dict, init=False, repr=False)  # (rows, width, source) -> LaunchShape,
+    # decided on the first launch of that shape (``launch_shape``); ``with_config`` starts a new one
 
     def splits_for(self, rows: int, width: int) -> tuple[int, int]:
         """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""
         return _split(rows, width, self.device, self.config, self.forced_splits)
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """How a launch of one (rows, width, source) runs under a plan (``launch_shape``): its split, split tail, warps
+    and cluster. ``splits`` / ``pages_per_split`` are the tail's when ``tail`` > 0 (module docstring of pa_decode)."""
+
+    splits: int
+    pages_per_split: int
+    tail_begin: int  # 0 without a tail (one JIT specialisation whatever the rows)
+    tail: int
+    programs: int
+    warps: int
+    cluster: int
+
+
+def launch_shape(plan: HopperDecodePlan, rows: int, width: int, source: int) -> LaunchShape:
+    """The launch of ``rows`` x ``width`` from ``source`` under ``plan``, decided once per shape and plan (every layer
+    of a batch and every later batch of that shape reuse it: no policy runs on the launch path). Refuses a plan whose
+    workspace holds fewer partial slots than the launch needs (``checked_split``)."""
+    key = (rows, width, source)
+    shape = plan.shapes.get(key)
+    if shape is None:
+        shape = plan.shapes[key] = _decide(plan, rows, width, source)
+    return shape
+
+
+def _decide(plan: HopperDecodePlan, rows: int, width: int, source: int) -> LaunchShape:
+    cfg, device = plan.config, plan.device
+    splits, pages_per_split = checked_split(plan, rows, width)
+    tail_begin, tail, tail_pages = (tail_for(cfg, rows, width, splits, source, device) if plan.forced_splits is None
+                                    else (rows, 0, 0))
+    if tail:  # the split tail: rows before tail_begin direct, each later row ``tail`` splits, one grid dimension
+        expect(plan.part_out is not None and plan.part_out.shape[0] >= (rows - tail_begin) * tail,
+               "plan workspace (part_out slots)", f">= {(rows - tail_begin) * tail} for the split tail",
+               None if plan.part_out is None else plan.part_out.shape[0])
+        splits, pages_per_split = tail, tail_pages
+    programs = tail_begin + (rows - tail_begin) * tail if tail else rows * splits
+    warps = warps_for(cfg, programs, pages_per_split, device)
+    cluster = 1 if tail else cluster_for(cfg, rows, splits, device, warps)
+    return LaunchShape(splits, pages_per_split, tail_begin if tail else 0, tail, programs, warps, cluster)
 
 
 def make_plan(num_rows, max_table_width, group, device, *, num_splits=None, config=None) -> HopperDecodePlan:

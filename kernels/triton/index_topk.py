@@ -25,6 +25,7 @@ import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous
 from atom_mxfp4.index_k import IndexKDtype
+from atom_mxfp4.launch import cdiv, launcher, pow2_at_least
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
 from atom_mxfp4.plan import sm_count
 
@@ -160,7 +161,7 @@ def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device)
     """Blocks scored per program: about 8 programs per SM over the whole (rows x blocks) grid, at most 64."""
     sms = sm_count(device.index if device.type == "cuda" else 0, INTERPRETER_SMS)
     want = max(1, (num_rows * max_blocks) // (8 * sms))
-    return min(64, max_blocks, triton.next_power_of_2(want))
+    return min(64, max_blocks, pow2_at_least(want))
 
 
 def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk, index_k_dtype):
@@ -193,9 +194,9 @@ def select_topk(keys, row_position, out, *, topk, config=None):
     scorer."""
     heads, rows, max_blocks = keys.shape
     cfg = DEFAULT_CONFIG if config is None else config
-    _select_kernel[(rows, heads)](
+    launcher(_select_kernel)[(rows, heads)](
         keys, row_position, out, rows, max_blocks,
-        TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), BLOCKS_POW2=triton.next_power_of_2(max_blocks),
+        TOPK=topk, TOPK_POW2=pow2_at_least(topk), BLOCKS_POW2=pow2_at_least(max_blocks),
         num_warps=cfg.select_warps, **FUSED,
     )
     return out
@@ -238,7 +239,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
                    else cfg.blocks_per_program)
     q_fp32 = idx_q.dtype != torch.bfloat16  # fp32 / fp16 idx_q: an fp32 dot (bf16 would round it)
     # ---- launch
-    _score_kernel[(rows, triton.cdiv(max_blocks, per_program))](
+    launcher(_score_kernel)[(rows, cdiv(max_blocks, per_program))](
         idx_q, index_k_cache, block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
         BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DECODE=decode_variant(cfg.asm).value, Q_FP32=q_fp32,

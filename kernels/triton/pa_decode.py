@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.launch import cdiv, launcher
 from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, sm_count,
                              split_pages)
 
@@ -200,7 +201,7 @@ def _split_policy(num_rows: int, max_table_width: int, sms: int, programs_per_sm
     if num_rows == 0:
         return 1
     if num_rows < sms:
-        return max(1, min(max_table_width, triton.cdiv(2 * sms, num_rows), 64))
+        return max(1, min(max_table_width, cdiv(2 * sms, num_rows), 64))
     slots = programs_per_sm * sms
 
     def filled(splits):  # mean fullness of the waves that num_rows * splits programs take
@@ -304,7 +305,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     splits, pages_per_split = checked_split(plan, rows, width)
     split = splits > 1
     # ---- launch
-    _pa_decode_kernel[(rows, splits)](
+    launcher(_pa_decode_kernel)[(rows, splits)](
         out, q, k_cache, v_cache, tables, context_lens, query_scale_arg,
         plan.part_out if split else out, plan.part_lse if split else out,
         width, group, pages_per_split, splits, float(softmax_scale) * scalar_scale * LOG2E,
@@ -313,6 +314,6 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
     )
     if split:
-        _merge_kernel[(rows,)](out, plan.part_out, plan.part_lse, context_lens, width, group, pages_per_split, splits,
+        launcher(_merge_kernel)[(rows,)](out, plan.part_out, plan.part_lse, context_lens, width, group, pages_per_split, splits,
                                num_warps=4, **FUSED)
     return out

@@ -28,6 +28,7 @@ import triton.language as tl
 from atom_mxfp4.errors import expect, expect_contiguous
 from atom_mxfp4.format import ScaleMode
 from atom_mxfp4.index_k import IndexKDtype
+from atom_mxfp4.launch import cdiv, launcher, pow2_at_least
 from atom_mxfp4.layout import qkv_rows
 
 from ._mxfp4 import DATA_BYTES, HEAD_DIM, RECORD_BYTES, SCALE_BYTES, SCALE_MODE_IDS, SCALE_OFFSET, \
@@ -276,7 +277,7 @@ class WriteConfig:
 
     def index_heads_per_program(self, num_index_heads: int) -> int:
         """idx_q heads per program: heads_per_program, or fewer where there are fewer index heads (a power of 2)."""
-        return min(self.heads_per_program, triton.next_power_of_2(max(num_index_heads, 1)))
+        return min(self.heads_per_program, pow2_at_least(max(num_index_heads, 1)))
 
     def groups(self, num_q_heads: int, num_kv_heads: int, num_index_heads: int) -> int:
         """Programs along the launch's second axis (the kernel's group map)."""
@@ -344,7 +345,7 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     ik_weight = idx_k_norm_weight if niq else k_norm_weight
     iq_weight = idx_q_norm_weight if niq else q_norm_weight
     tpp = cfg.tokens_per_program
-    _qknorm_rope_write_kernel[(triton.cdiv(tokens, tpp), cfg.groups(nq, nkv, niq))](
+    launcher(_qknorm_rope_write_kernel)[(cdiv(tokens, tpp), cfg.groups(nq, nkv, niq))](
         qkv, positions, slot_mapping, cos_sin_cache,
         q_norm_weight, k_norm_weight, iq_weight, ik_weight,
         k_cache, v_cache, ik, q_out, iq_out if niq else q_out,

@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.launch import launcher, pow2_at_least
 from atom_mxfp4.layout import MAX_PAGES_PER_BLOCK, MAX_TOPK
 
 from ._mxfp4 import PAGE_SIZE
@@ -80,10 +81,10 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
         return tables, context_lens.zero_()
     # ---- tuning: tiny per-row work; one warp
     # ---- launch
-    _sparse_tables_kernel[(rows, nkv)](
+    launcher(_sparse_tables_kernel)[(rows, nkv)](
         topk_blocks, block_table, row_request, row_position, tables, context_lens,
         rows, nkv, block_table.stride(0),
-        TOPK=topk, TOPK_POW2=triton.next_power_of_2(topk), PPB=ppb, PPB_POW2=triton.next_power_of_2(ppb),
+        TOPK=topk, TOPK_POW2=pow2_at_least(topk), PPB=ppb, PPB_POW2=pow2_at_least(ppb),
         num_warps=1, **FUSED,
     )
     return tables, context_lens

@@ -1,0 +1,191 @@
+"""Pre-bound kernel launches: a Triton / Gluon JIT kernel launched with nothing left to decide (issue 39).
+
+``kernel[grid](*args, **constexprs)`` on a ``JITFunction`` runs Triton's binder over every argument, builds its cache
+key, checks the kernel's globals and packs launch metadata on every call: tens of microseconds of Python per launch,
+paid again in every layer of every step that runs eagerly (prefill chunks, large decode batches, graphs off).
+``Launcher(kernel)[grid](*args, **constexprs)`` takes the same arguments and launches the same compiled kernel
+through its own launcher (``CompiledKernel.run``, the call ``JITFunction.run`` ends in), keyed by what Triton
+specialises a launch on (``launcher(kernel)`` is the one ``Launcher`` of a kernel):
+
+- every tensor argument's dtype and whether its address is a multiple of 16 bytes;
+- every int argument's value being 1, a multiple of 16, inside int32 (and its type: an int, a float, a bool, None);
+- the constexpr and option keywords (``num_warps``, ``maxnreg``, ``enable_fp_fusion``, ...), by value.
+
+That key is at least as fine as Triton's own (two launches with one key get one compiled kernel from Triton too), so
+a miss costs one ``warmup`` (Triton's own compile or cache lookup) and every later launch of that specialisation is
+a dict lookup and the C launch. Launch hooks (``triton.knobs.runtime.launch_enter_hook``, set by profilers) still see
+every launch. Under ``TRITON_INTERPRET=1`` (an ``InterpretedFunction``, no compiled kernel) a launch is the plain
+``kernel[grid](...)``.
+
+``recording()`` replaces every launch of every ``Launcher`` by a record of it (tests on the CPU: the host path of a
+backend runs to its launches, nothing is compiled; tests/test_host_path.py).
+
+Ground floor: imports torch and the errors; triton is imported on the first compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+from .errors import expect
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch as ``recording()`` keeps it: the kernel's name, the grid, the arguments, the keywords, the cluster."""
+
+    kernel: str
+    grid: tuple
+    args: tuple
+    constexprs: dict
+    cluster: int = 1
+
+
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for a grid: plain Python (``triton.cdiv`` is a constexpr function: microseconds a call)."""
+    return -(-a // b)
+
+
+def pow2_at_least(n: int) -> int:
+    """The smallest power of 2 >= ``n`` (>= 1): ``triton.next_power_of_2`` for n >= 1, in plain Python."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+_recorded: list[Launch] | None = None  # not None inside ``recording()``: launches are appended, not run
+
+
+@contextlib.contextmanager
+def recording():
+    """Every ``Launcher`` launch inside the block is recorded (the list yielded), not compiled or run."""
+    global _recorded
+    saved, _recorded = _recorded, []
+    try:
+        yield _recorded
+    finally:
+        _recorded = saved
+
+
+def _specialisation(args: tuple) -> tuple:
+    """What Triton specialises a launch on, per positional argument (module docstring); one comprehension, no call
+    per argument (this runs on every launch)."""
+    return tuple([
+        (arg.dtype, arg.data_ptr() & 15 == 0) if hasattr(arg, "data_ptr")
+        else (arg == 1, arg & 15 == 0, INT32_MIN <= arg <= INT32_MAX) if type(arg) is int
+        else type(arg)
+        for arg in args
+    ])
+
+
+_LAUNCHERS: dict = {}  # id(kernel) -> (kernel, its Launcher)
+
+
+def launcher(kernel) -> "Launcher":
+    """The ``Launcher`` of ``kernel`` (one per kernel object, made on first use; a launch site looks it up by the
+    kernel it names, so a stand-in kernel put in a module's namespace is launched as itself)."""
+    found = _LAUNCHERS.get(id(kernel))
+    if found is None or found[0] is not kernel:
+        found = _LAUNCHERS[id(kernel)] = (kernel, Launcher(kernel))
+    return found[1]
+
+
+class Launcher:
+    """A JIT kernel's launches through its compiled kernels (module docstring). ``launcher[grid](*args, **kw)``: as
+    ``kernel[grid](*args, **kw)``; ``launcher.cluster(grid, cluster, extra_shared, fits)(*args, **kw)``: a launch of
+    ``grid[0]`` CTAs in clusters of ``cluster`` (one grid dimension) with ``extra_shared`` bytes of shared memory past
+    the kernel's own, when ``fits(function, cluster, shared)`` says the device holds such a cluster (the call returns
+    False and launches nothing otherwise)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
+        self._compiled: dict = {}  # specialisation key -> _Compiled
+        # the interpreter's function (TRITON_INTERPRET=1) or a test's stand-in: no compiled kernel to bind
+        self._plain = not hasattr(kernel, "warmup") or type(kernel).__name__ == "InterpretedFunction"
+
+    def __getitem__(self, grid):
+        return lambda *args, **constexprs: self._launch(grid, 1, 0, None, args, constexprs)
+
+    def cluster(self, grid, cluster: int, extra_shared: int, fits):
+        return lambda *args, **constexprs: self._launch(grid, cluster, extra_shared, fits, args, constexprs)
+
+    def compiled(self, grid, args: tuple, constexprs: dict):
+        """The compiled kernel of this launch's specialisation (compiled or found by Triton on the first one)."""
+        key = (_device(), len(args), tuple(constexprs.items()), _specialisation(args))
+        entry = self._compiled.get(key)
+        if entry is None:
+            entry = self._compiled[key] = _Compiled.of(self.kernel, grid, args, constexprs, key[0])
+        return entry
+
+    def _launch(self, grid, cluster: int, extra_shared: int, fits, args: tuple, constexprs: dict):
+        if _recorded is not None:
+            _recorded.append(Launch(self.name, tuple(grid), args, constexprs, cluster))
+            return True
+        if self._plain:
+            expect(cluster == 1, "cluster", "1 under TRITON_INTERPRET=1", cluster)
+            self.kernel[grid](*args, **constexprs)
+            return True
+        entry = self.compiled(grid, args, constexprs)
+        bound = args + tuple(constexprs[name] for name in entry.tail(len(args)))
+        metadata = entry.packed
+        if cluster > 1:
+            shared = entry.cluster_shared(extra_shared)
+            if not fits(entry.function, cluster, shared):
+                return False
+            metadata = (entry.num_warps, cluster, shared)
+        return entry.run(grid, bound, metadata)
+
+
+class _Compiled:
+    """One compiled kernel and what its launches need, bound once."""
+
+    __slots__ = ("kernel", "function", "packed", "num_warps", "shared", "names", "device", "_tails", "_run",
+                 "_hooks", "_stream")
+
+    @classmethod
+    def of(cls, kernel, grid, args, constexprs, device: int):
+        import triton
+
+        compiled = kernel.warmup(*args, grid=grid, **constexprs)  # Triton compiles or finds it; nothing launched
+        compiled = compiled.result() if hasattr(compiled, "result") else compiled
+        self = cls()
+        self.kernel = compiled
+        self._run = compiled.run  # loads the module on the current device on first use
+        self.function = compiled.function
+        self.packed = compiled.packed_metadata
+        self.num_warps = compiled.metadata.num_warps
+        self.shared = compiled.metadata.shared
+        self.names = tuple(kernel.arg_names)
+        self._tails = {}
+        self.device = device
+        self._hooks = triton.knobs.runtime
+        self._stream = torch._C._cuda_getCurrentRawStream  # Triton's driver asks the same C function
+        return self
+
+    def tail(self, positional: int) -> tuple:
+        """The parameter names after the first ``positional`` ones (given as keywords), in the kernel's order."""
+        names = self._tails.get(positional)
+        if names is None:
+            names = self._tails[positional] = self.names[positional:]
+        return names
+
+    def cluster_shared(self, extra: int) -> int:
+        return -(-self.shared // 16) * 16 + extra
+
+    def run(self, grid, bound, metadata):
+        stream = self._stream(self.device)
+        hooks = self._hooks
+        enter = hooks.launch_enter_hook
+        grid = tuple(grid) + (1, 1)
+        launch_metadata = None if enter is None else self.kernel.launch_metadata(grid[:3], stream, *bound)
+        self._run(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter,
+                  hooks.launch_exit_hook, *bound)
+        return True
+
+
+_device = torch.cuda.current_device  # Triton compiles for the current device, loads and launches the kernel there
+
