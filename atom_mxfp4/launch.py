@@ -144,7 +144,7 @@ class _Compiled:
     """One compiled kernel and what its launches need, bound once."""
 
     __slots__ = ("kernel", "function", "packed", "num_warps", "shared", "names", "device", "_tails", "_run",
-                 "_hooks", "_stream")
+                 "_hooks")
 
     @classmethod
     def of(cls, kernel, grid, args, constexprs, device: int):
@@ -163,7 +163,6 @@ class _Compiled:
         self._tails = {}
         self.device = device
         self._hooks = triton.knobs.runtime
-        self._stream = torch._C._cuda_getCurrentRawStream  # Triton's driver asks the same C function
         return self
 
     def tail(self, positional: int) -> tuple:
@@ -177,15 +176,21 @@ class _Compiled:
         return -(-self.shared // 16) * 16 + extra
 
     def run(self, grid, bound, metadata):
-        stream = self._stream(self.device)
-        hooks = self._hooks
-        enter = hooks.launch_enter_hook
+        stream = _raw_stream(self.device)
+        enter, leave = _hook(self._hooks.launch_enter_hook), _hook(self._hooks.launch_exit_hook)
         grid = tuple(grid) + (1, 1)
-        launch_metadata = None if enter is None else self.kernel.launch_metadata(grid[:3], stream, *bound)
-        self._run(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter,
-                  hooks.launch_exit_hook, *bound)
+        launch_metadata = (None if enter is None and leave is None
+                           else self.kernel.launch_metadata(grid[:3], stream, *bound))
+        self._run(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter, leave, *bound)
         return True
 
 
+def _hook(hook):
+    """A launch hook, or None where it would do nothing (triton 3.6+ keeps an empty ``HookChain`` there: the C
+    launcher then skips the call, and no launch metadata is built for it)."""
+    return None if hook is None or not getattr(hook, "calls", True) else hook
+
+
 _device = torch.cuda.current_device  # Triton compiles for the current device, loads and launches the kernel there
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the current stream, as Triton's driver asks it
 

@@ -25,17 +25,20 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
-SCENARIOS = ("startup", "prefix_reuse", "chunked_prefill", "mixed", "burst", "graphs", "agreement")
+SCENARIOS = ("startup", "prefix_reuse", "chunked_prefill", "mixed", "burst", "graphs", "agreement")  # "all"
+TIMINGS = ("speed",)  # named only: timings, not checks (scripts/h200_serve.sh speed)
 PAGE = 128
 
 
@@ -307,8 +310,52 @@ def s_agreement(ctx: Context) -> dict:
     return {"ok": True, "runs": runs}
 
 
+SPEED_CONCURRENCY = (8, 64)  # decode batches of the speed scenario
+SPEED_PROMPT, SPEED_OUTPUT = 512, 256  # tokens of each of their requests
+SPEED_TTFT = (2048, 8192)  # prompt tokens of its time-to-first-token requests (one at a time, 3 each, no prefix reuse)
+
+
+def _timed_stream(url: str, ids: list[int], max_new_tokens: int) -> dict:
+    """One streamed request: time to its first chunk and to its end, and its output tokens."""
+    start, first = time.perf_counter(), []
+    result = stream(url, ids, max_new_tokens, on_chunk=lambda: first or first.append(time.perf_counter()))
+    end = time.perf_counter()
+    return {"ttft": (first[0] if first else end) - start, "seconds": end - start, "tokens": result["tokens"],
+            "finished": result["finished"]}
+
+
+def s_speed(ctx: Context) -> dict:
+    """What a user of the server measures (issue 39: graphs on against off): decode output tokens/s with
+    SPEED_CONCURRENCY requests at once (each SPEED_PROMPT prompt tokens, SPEED_OUTPUT output tokens, greedy,
+    ignore_eos; tokens/s = the batch's output tokens / the time from the last request's first token to the last
+    request's end, i.e. decode only) with the mean time per output token; and the time to the first token of one
+    request of SPEED_TTFT prompt tokens alone (median of 3, fresh random prompts: no prefix reuse). Asserted: every
+    request finishes with its length."""
+    url, rng, ok, record = ctx.server.url, ctx.rng, True, {}
+    stream(url, prompt(rng, 64, ctx.vocab), 8)  # warm-up
+    for concurrency in SPEED_CONCURRENCY:
+        prompts = [prompt(rng, SPEED_PROMPT, ctx.vocab) for _ in range(concurrency)]
+        with ThreadPoolExecutor(concurrency) as pool:
+            t0 = time.perf_counter()
+            runs = list(pool.map(lambda ids: _timed_stream(url, ids, SPEED_OUTPUT), prompts))
+        ok &= all(r["finished"] and r["tokens"] == SPEED_OUTPUT for r in runs)
+        decode_start = t0 + max(r["ttft"] for r in runs)
+        decode_seconds = t0 + max(r["seconds"] for r in runs) - decode_start
+        decode_tokens = sum(r["tokens"] - 1 for r in runs)
+        record[f"decode_c{concurrency}"] = {
+            "output_tokens_per_s": round(decode_tokens / decode_seconds, 1) if decode_seconds > 0 else None,
+            "ms_per_output_token": round(1e3 * statistics.mean((r["seconds"] - r["ttft"]) / max(1, r["tokens"] - 1)
+                                                                for r in runs), 3)}
+    for length in SPEED_TTFT:
+        times = [_timed_stream(url, prompt(rng, length, ctx.vocab), 1)["ttft"] for _ in range(3)]
+        record[f"ttft_{length}_ms"] = round(1e3 * statistics.median(times), 2)
+    state = wait_idle(url)
+    ok &= not (state["num_running_reqs"] or state["num_waiting_reqs"])
+    return {"ok": ok, **record}
+
+
 CHECKS = {"startup": s_startup, "prefix_reuse": s_prefix_reuse, "chunked_prefill": s_chunked_prefill,
-          "mixed": s_mixed, "burst": s_burst, "graphs": s_graphs, "agreement": s_agreement}
+          "mixed": s_mixed, "burst": s_burst, "graphs": s_graphs, "agreement": s_agreement, "speed": s_speed}
 
 
 def run_scenarios(ctx: Context, names=SCENARIOS, progress=print) -> dict:
@@ -392,9 +439,10 @@ def _run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     server = Server(args.sglang_args, dict(os.environ), out / f"server-{args.label}.log", port=args.port)
     names = SCENARIOS if args.scenarios == "all" else tuple(args.scenarios.split(","))
-    unknown = sorted(set(names) - set(SCENARIOS))
+    unknown = sorted(set(names) - set(SCENARIOS + TIMINGS))
     if unknown:
-        raise SystemExit(f"serve_check: --scenarios must be 'all' or a subset of {list(SCENARIOS)}, got {unknown}")
+        raise SystemExit(f"serve_check: --scenarios must be 'all' or a subset of {list(SCENARIOS + TIMINGS)}, got "
+                         f"{unknown}")
     report = {"label": args.label, "args": args.sglang_args, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     server.start()
     try:
@@ -437,7 +485,7 @@ def main(argv=None) -> int:
     run.add_argument("--label", required=True, help="name of this run (file names)")
     run.add_argument("--out", required=True, help="folder for <label>.json and server-<label>.log")
     run.add_argument("--port", type=int, default=31000)
-    run.add_argument("--scenarios", default="all", help=f"'all' or a comma list of {', '.join(SCENARIOS)}")
+    run.add_argument("--scenarios", default="all", help=f"'all' or a comma list of {', '.join(SCENARIOS + TIMINGS)}")
     run.add_argument("--vocab", type=int, default=256, help="prompt token ids are drawn from [3, vocab)")
     run.add_argument("--chunk", type=int, help="the server's chunked prefill size (default: asked from the server)")
     run.add_argument("--hidden", action="store_true", help="agreement returns hidden states (server: "

@@ -16,6 +16,8 @@
 #        SERVE_AGREEMENT=0 leaves out (2), SERVE_DEFAULT=0 leaves out (1) (an agreement-only call: ~6 min);
 #        SERVE_TOPK=N serves the model with N top-k blocks (default 2).
 # tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
+# speed: issue 39: decode tokens/s (8 / 64 at once) and TTFT (2K / 8K) with CUDA graphs on and off (--disable-cuda-graph),
+#        and a baseline tree's eager server when .base/ is carried (BASE_COMMIT names it): $RES/speed.md.
 # eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
 #        bf16 server, McNemar on the per-question outcomes).
 # Results: $OUT/serve/*.json, *.md, server logs, packed in $OUT/serve_<mode>.tar.gz (+ the summary .md files).
@@ -125,6 +127,42 @@ elif [ "$MODE" = tp ]; then
     python3 -m atom_mxfp4.evals.serve_check compare "$RES/tp$tp.json" "$RES/tp1.json" \
       --output "$RES/agreement-tp$tp-vs-tp1.md" || STATUS=1
   done
+elif [ "$MODE" = speed ]; then
+  # issue 39: what eager attention costs a user: the speed scenario (decode tokens/s at 8 and 64 concurrent, TTFT at
+  # 2K / 8K prompt tokens) on the default server (CUDA graphs) and with --disable-cuda-graph; with a baseline tree
+  # carried in .base (BASE_COMMIT), its eager server too, installed into a copy of the same site
+  SERVERS="graphs: eager:--disable-cuda-graph"
+  if [ -f "$ROOT/.base/pyproject.toml" ]; then
+    rm -rf /tmp/sgl_site_base && cp -r "$SITE" /tmp/sgl_site_base
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade \
+      --target /tmp/sgl_site_base "$ROOT/.base" && SERVERS="$SERVERS base-eager:--disable-cuda-graph"
+  fi
+  for entry in $SERVERS; do
+    label=${entry%%:*}; flags=${entry#*:}
+    site=$SITE; [ "${label#base-}" != "$label" ] && site=/tmp/sgl_site_base
+    PYTHONPATH=$site timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed \
+      -- $COMMON --kv-cache-dtype mxfp4 $flags || STATUS=1
+  done
+  python3 - "$RES" "${BASE_COMMIT:-base}" <<'PY' || STATUS=1
+import json, pathlib, sys
+res, base = pathlib.Path(sys.argv[1]), sys.argv[2]
+runs = {p.stem[len("speed-"):]: json.loads(p.read_text()) for p in sorted(res.glob("speed-*.json"))}
+keys = ["decode_c8", "decode_c64", "ttft_2048_ms", "ttft_8192_ms"]
+lines = ["| server | decode tok/s, 8 at once | decode tok/s, 64 at once | TTFT 2K prompt (ms) | TTFT 8K prompt (ms) |",
+         "|---|---:|---:|---:|---:|"]
+for label, run in runs.items():
+    speed = run.get("scenarios", {}).get("speed", {})
+    cells = [speed.get(k, {}).get("output_tokens_per_s") if k.startswith("decode") else speed.get(k) for k in keys]
+    lines.append(f"| {label}{' (' + base + ')' if label.startswith('base') else ''} | "
+                 + " | ".join("-" if c is None else str(c) for c in cells) + " |")
+graphs, eager = (runs.get(k, {}).get("scenarios", {}).get("speed", {}) for k in ("graphs", "eager"))
+if graphs and eager:
+    for k in keys[:2]:
+        lines.append(f"\n{k}: graphs / eager = {graphs[k]['output_tokens_per_s'] / eager[k]['output_tokens_per_s']:.2f}x")
+    lines.append(f"TTFT 8K: eager / graphs = {eager['ttft_8192_ms'] / graphs['ttft_8192_ms']:.2f}x")
+(res / "speed.md").write_text("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
 elif [ "$MODE" = eval ]; then
   DATA="$ROOT/.data/gsm8k"
   if [ ! -f "$DATA/test.jsonl" ] && [ -f "$ROOT/.whl/gsm8k/gsm8k.tar.xz" ]; then

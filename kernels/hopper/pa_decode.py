@@ -46,7 +46,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 
-from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.errors import expect, expect_contiguous, fail
 from atom_mxfp4.layout import MAX_PAGES_PER_BLOCK, MAX_TOPK
 from atom_mxfp4.launch import launcher, pow2_at_least
 from atom_mxfp4.plan import check_plan
@@ -780,9 +780,9 @@ def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
     if isinstance(query_scale, torch.Tensor):  # an fp64 tensor would turn the logits' arithmetic fp64
         expect(query_scale.dtype == torch.float32, "query_scale.dtype", "torch.float32", query_scale.dtype, TypeError)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        expect(cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0,
-               f"{name} layout", f"contiguous [pages, heads, {L.RECORD_BYTES}] uint8 records, 16-byte aligned",
-               f"{list(cache.shape)} strides {cache.stride()} at address {cache.data_ptr():#x}")
+        if not (cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0):
+            fail(f"{name} layout", f"contiguous [pages, heads, {L.RECORD_BYTES}] uint8 records, 16-byte aligned",
+                 f"{list(cache.shape)} strides {cache.stride()} at address {cache.data_ptr():#x}")
 
 
 def _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan, pointers, sizes, source, topk_pow2=1,

@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous
+from atom_mxfp4.errors import expect, expect_aligned, expect_contiguous, fail
 from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.launch import cdiv, launcher, pow2_at_least
 from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY, MAX_INDEX_BLOCKS, MAX_TOPK
@@ -37,6 +37,7 @@ from ._options import FUSED
 INIT_KEY = tl.constexpr(_INIT_KEY)  # rank keys of forced blocks: above +inf's (0x7F800000), init above local
 LOCAL_KEY = tl.constexpr(_LOCAL_KEY)
 BLOCK_H = tl.constexpr(16)  # index heads per dot (padded; niq <= 16)
+MAX_HEADS, NO_BLOCK_ID = int(BLOCK_H), int(NO_BLOCK)  # the launcher's ints (a constexpr's int() is a call)
 SCORE_STAGES = tl.constexpr(5)  # software-pipeline depth of the page loop (docs/triton.md, "Pages in flight")
 
 
@@ -168,7 +169,7 @@ def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_positio
     """The launch invariants of an index_topk kernel (host-side, no sync; also under check=False) -> the index-K
     dtype. Shared with the Hopper scorer (kernels/hopper/index_topk.py)."""
     rows, heads, _ = idx_q.shape
-    expect(heads <= BLOCK_H, "idx_q.shape[1] (index heads)", f"<= {int(BLOCK_H)}", heads)
+    expect(heads <= MAX_HEADS, "idx_q.shape[1] (index heads)", f"<= {MAX_HEADS}", heads)
     # compile-time sizes stay bounded even under check=False (host-side, no sync)
     expect(1 <= topk <= MAX_TOPK, "topk", f"in [1, {MAX_TOPK}]", topk)
     expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1]", f"<= {MAX_INDEX_BLOCKS}",
@@ -181,10 +182,10 @@ def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_positio
         expect(tensor.dtype == torch.int32, f"{name}.dtype", "torch.int32", tensor.dtype, TypeError)
     index_dtype = IndexKDtype.parse(index_k_dtype)
     width = index_dtype.record_bytes
-    expect(index_k_cache.dtype == torch.uint8 and index_k_cache.is_contiguous()
-           and index_k_cache.shape[1:] == (1, width), "index_k_cache",
-           f"contiguous uint8 [pages, 1, {width}] (index_k_dtype {index_dtype.value!r})",
-           f"{index_k_cache.dtype} {list(index_k_cache.shape)} strides {tuple(index_k_cache.stride())}")
+    if not (index_k_cache.dtype == torch.uint8 and index_k_cache.is_contiguous()
+            and index_k_cache.shape[1:] == (1, width)):
+        fail("index_k_cache", f"contiguous uint8 [pages, 1, {width}] (index_k_dtype {index_dtype.value!r})",
+             f"{index_k_cache.dtype} {list(index_k_cache.shape)} strides {tuple(index_k_cache.stride())}")
     return index_dtype
 
 
@@ -212,7 +213,7 @@ def allocate_outputs(idx_q, block_table, topk):
     if rows == 0 or heads == 0:
         return out, None
     if max_blocks == 0:
-        return out.fill_(int(NO_BLOCK)), None
+        return out.fill_(NO_BLOCK_ID), None
     return out, torch.empty(heads, rows, max_blocks, dtype=torch.int32, device=idx_q.device)
 
 

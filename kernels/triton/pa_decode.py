@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.errors import expect, expect_contiguous, fail
 from atom_mxfp4.launch import cdiv, launcher
 from atom_mxfp4.plan import (DecodePlan, check_forced_splits, check_plan, checked_split, plan_device, sm_count,
                              split_pages)
@@ -37,6 +37,7 @@ from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_toke
 
 assert int(PAGE_SIZE) == 128, "TILES_PER_PAGE in _decode_kernel spells PAGE_SIZE as 128"
 BLOCK_H = tl.constexpr(16)  # query heads per program (GQA group padded to 16: the smallest tl.dot M)
+RECORD_WIDTH, GROUP_MAX = int(RECORD_BYTES), int(BLOCK_H)  # the launcher's ints (a constexpr's int() is a call)
 LOG2E = 1.4426950408889634
 
 
@@ -282,13 +283,14 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     # ---- validate (launch invariants; user input was checked by atom_mxfp4.ops)
     rows, group, _ = q.shape
     width = tables.shape[1]
-    expect(group <= BLOCK_H, "q.shape[1] (GQA group)", f"<= {int(BLOCK_H)}", group)
+    expect(group <= GROUP_MAX, "q.shape[1] (GQA group)", f"<= {GROUP_MAX}", group)
     for name, tensor in (("q", q), ("out", out), ("tables", tables), ("context_lens", context_lens)) + (
             (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
         expect_contiguous(tensor, name)  # read by pointer with unit strides
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        expect(cache.is_contiguous() and cache.shape[-1] == int(RECORD_BYTES), f"{name} layout",
-               f"contiguous [pages, heads, {int(RECORD_BYTES)}] records", f"{list(cache.shape)} {cache.stride()}")
+        if not (cache.is_contiguous() and cache.shape[-1] == RECORD_WIDTH):
+            fail(f"{name} layout", f"contiguous [pages, heads, {RECORD_WIDTH}] records",
+                 f"{list(cache.shape)} {cache.stride()}")
     if plan is not None:  # even under check=False: a plan too small would be written past its workspace
         check_plan(plan, backend=NAME, rows=rows, width=width, group=group, device=q.device, kind=TritonDecodePlan)
     # ---- flatten: a tensor query_scale is read per row; a number (or None = 1) is folded into the logit scale

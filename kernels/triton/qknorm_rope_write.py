@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from atom_mxfp4.errors import expect, expect_contiguous
+from atom_mxfp4.errors import expect, expect_contiguous, fail
 from atom_mxfp4.format import ScaleMode
 from atom_mxfp4.index_k import IndexKDtype
 from atom_mxfp4.launch import cdiv, launcher, pow2_at_least
@@ -38,6 +38,7 @@ from ._options import UNFUSED
 
 assert int(HEAD_DIM) & (int(HEAD_DIM) - 1) == 0  # 1 / HEAD_DIM is exact
 INV_HEAD_DIM = tl.constexpr(1.0 / int(HEAD_DIM))
+HEAD_DIM_WIDTH, RECORD_WIDTH = int(HEAD_DIM), int(RECORD_BYTES)  # the launcher's ints (a constexpr's int() is a call)
 
 
 @triton.jit
@@ -317,23 +318,22 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
     # the rotated values must be fp32 (the quantizers' bit operations assume it), so the RoPE table must be: a bf16
     # table gave q and the caches wrong under check=False (q 27x off in the interpreter), an fp64 one did not compile
     expect(cos_sin_cache.dtype == torch.float32, "cos_sin_cache.dtype", "torch.float32", cos_sin_cache.dtype, TypeError)
-    expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= int(HEAD_DIM), "rotary_dim", f"even in [2, {int(HEAD_DIM)}]", rotary_dim)
+    expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= HEAD_DIM_WIDTH, "rotary_dim", f"even in [2, {HEAD_DIM_WIDTH}]", rotary_dim)
     index_dtype = IndexKDtype.parse(index_k_dtype)
-    for name, cache, width in (("k_cache", k_cache, int(RECORD_BYTES)), ("v_cache", v_cache, int(RECORD_BYTES)),
+    for name, cache, width in (("k_cache", k_cache, RECORD_WIDTH), ("v_cache", v_cache, RECORD_WIDTH),
                                ("index_k_cache", index_k_cache, index_dtype.record_bytes)):
-        if cache is not None:
-            expect(cache.dtype == torch.uint8 and cache.dim() == 3 and cache.shape[2] == width
-                   and cache.stride(1) == width and cache.stride(2) == 1, f"{name} layout",
-                   f"uint8 [pages, heads, {width}] records", f"{cache.dtype} {list(cache.shape)} strides "
-                   f"{tuple(cache.stride())}")
+        if cache is not None and not (cache.dtype == torch.uint8 and cache.dim() == 3 and cache.shape[2] == width
+                                      and cache.stride(1) == width and cache.stride(2) == 1):
+            fail(f"{name} layout", f"uint8 [pages, heads, {width}] records",
+                 f"{cache.dtype} {list(cache.shape)} strides {tuple(cache.stride())}")
     # ---- flatten
     nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
     tokens = qkv.shape[0]
     device = qkv.device
     mode = SCALE_MODE_IDS[ScaleMode.parse(scale_mode).value]
     # ---- allocate outputs
-    q_out = torch.empty(tokens, nq, int(HEAD_DIM), dtype=q_dtype, device=device)
-    iq_out = torch.empty(tokens, niq, int(HEAD_DIM), dtype=torch.bfloat16, device=device) if niq else None
+    q_out = torch.empty(tokens, nq, HEAD_DIM_WIDTH, dtype=q_dtype, device=device)
+    iq_out = torch.empty(tokens, niq, HEAD_DIM_WIDTH, dtype=torch.bfloat16, device=device) if niq else None
     # ---- early return
     if tokens == 0:
         return q_out, iq_out

@@ -28,7 +28,7 @@ from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
 from sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph import eager_on_graph
 
 from atom_mxfp4.backends import BACKENDS, resolve_backend
-from atom_mxfp4.errors import expect
+from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
 from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, pages_for
 
@@ -84,6 +84,8 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self.layers: dict[int, SparseMXFP4Attention] = {}
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None
+        self._checked: set = set()  # the layer kinds (sparse or not) whose first layer of this batch validated it
+        self._caches: dict[int, LayerCaches] = {}  # layer id -> its cache views (the pool's records never move)
         self._decode_buffers: dict[int, AttentionMetadata] = {}
         self._decode_plans: dict = {}  # AttentionMetadata.plans of every decode buffer: one plan for all sizes
 
@@ -123,6 +125,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         mode = forward_batch.forward_mode
         if mode.is_decode_or_idle():
             self.forward_metadata = self._decode_buffer(forward_batch.batch_size, forward_batch.seq_lens.device)
+            self._checked = set()
             return
         expect(mode.is_extend(), "forward_mode", "EXTEND, DECODE or IDLE (speculative modes are refused at start-up)",
                mode)
@@ -136,6 +139,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self.forward_metadata = self._with_plan(AttentionMetadata(
             positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
             token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous()))
+        self._checked = set()
 
     def init_forward_metadata_in_graph(self, forward_batch):
         """Decode: static-shape device ops into the per-batch-size buffers (recorded by a CUDA graph)."""
@@ -146,6 +150,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         meta.slot_mapping.copy_(_slot_mapping(forward_batch.out_cache_loc))
         meta.block_table.copy_(self._block_table(forward_batch.req_pool_indices, self.max_pages))
         self.forward_metadata = meta
+        self._checked = set()
 
     # ---- the layer ----
     def layer_for(self, module) -> SparseMXFP4Attention:
@@ -190,19 +195,35 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         output, _ = module.o_proj(out.to(hidden_states.dtype))
         return output
 
+    def layer_caches(self, layer_id: int) -> LayerCaches:
+        """The layer's cache views, made once (the pool's records never move); the pool's per-layer wait each call."""
+        caches = self._caches.get(layer_id)
+        if caches is None:
+            caches = self._caches[layer_id] = LayerCaches(*self.pool.layer_caches(layer_id))
+        else:
+            self.pool.wait_for_layer(layer_id)
+        return caches
+
     def attend(self, module, qkv: torch.Tensor, out: torch.Tensor) -> None:
-        """``out[:n] = layer(qkv[:n])`` for the ``n`` tokens of the current metadata; rows past ``n`` (a padded
-        prefill-graph bucket) are zeroed."""
+        """``out[:n] = layer(qkv[:n])`` for the ``n`` tokens of the current metadata, written in place; rows past
+        ``n`` (a padded prefill-graph bucket) are zeroed.
+
+        Validation once per batch: the first dense and the first sparse layer of a batch run with check=True (the
+        step's arguments and the metadata's values: one host sync per batch, atom_mxfp4.checked), every later layer
+        with check=False, doing no Python work beyond its launches; under CUDA-graph capture none is checked (the
+        metadata is ours, made by static-shape ops)."""
         meta = self.forward_metadata
         rows = qkv.shape[0]
-        expect(meta is not None and meta.num_tokens <= rows, "forward metadata",
-               f"built for this batch (at most {rows} tokens)", None if meta is None else meta.num_tokens)
+        if meta is None or meta.num_tokens > rows:
+            fail("forward metadata", f"built for this batch (at most {rows} tokens)",
+                 None if meta is None else meta.num_tokens)
         n = meta.num_tokens
-        k, v, index_k = self.pool.layer_caches(module.attn.layer_id)
-        capturing = qkv.is_cuda and torch.cuda.is_current_stream_capturing()
-        # under capture the ops' host-syncing value checks are skipped (the metadata is ours)
-        result = self.layer_for(module)(qkv[:n], meta, LayerCaches(k, v, index_k), check=not capturing)
-        out[:n].copy_(result)
+        layer = self.layer_for(module)
+        sparse = layer.config.sparse
+        check = sparse not in self._checked and not (qkv.is_cuda and torch.cuda.is_current_stream_capturing())
+        if check:
+            self._checked.add(sparse)
+        layer(qkv[:n], meta, self.layer_caches(module.attn.layer_id), check=check, out=out[:n])
         if n < rows:
             out[n:].zero_()
 

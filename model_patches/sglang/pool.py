@@ -66,6 +66,10 @@ class MXFP4MiniMaxKVPool(KVCache):
         return (MXFP4PageCache(records=self.k_records[layer_id]), MXFP4PageCache(records=self.v_records[layer_id]),
                 None if idx is None else index_cache(records=idx))
 
+    def wait_for_layer(self, layer_id: int) -> None:
+        """What ``layer_caches`` does before handing a layer's caches out (the attention backend keeps the views)."""
+        self._wait(layer_id)
+
     def _wait(self, layer_id: int) -> None:
         if self.layer_transfer_counter is not None:
             self.layer_transfer_counter.wait_until(layer_id - self.start_layer)
