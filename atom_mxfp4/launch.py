@@ -26,6 +26,7 @@ Ground floor: imports torch and the errors; triton is imported on the first comp
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +34,7 @@ import torch
 from .errors import expect
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+PLAIN_ENV = "ATOM_MXFP4_PLAIN_LAUNCH"  # "1": every launch through kernel[grid](...) (Triton's own path), for A/B runs
 
 
 @dataclass(frozen=True)
@@ -96,16 +98,17 @@ def launcher(kernel) -> "Launcher":
 class Launcher:
     """A JIT kernel's launches through its compiled kernels (module docstring). ``launcher[grid](*args, **kw)``: as
     ``kernel[grid](*args, **kw)``; ``launcher.cluster(grid, cluster, extra_shared, fits)(*args, **kw)``: a launch of
-    ``grid[0]`` CTAs in clusters of ``cluster`` (one grid dimension) with ``extra_shared`` bytes of shared memory past
-    the kernel's own, when ``fits(function, cluster, shared)`` says the device holds such a cluster (the call returns
-    False and launches nothing otherwise)."""
+    ``grid[0]`` clusters of ``cluster`` CTAs each (one grid dimension: the driver launches ``grid[0] * cluster``
+    programs) with ``extra_shared`` bytes of shared memory past the kernel's own, when ``fits(function, cluster,
+    shared)`` says the device holds such a cluster (the call returns False and launches nothing otherwise)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
         self.name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
         self._compiled: dict = {}  # specialisation key -> _Compiled
         # the interpreter's function (TRITON_INTERPRET=1) or a test's stand-in: no compiled kernel to bind
-        self._plain = not hasattr(kernel, "warmup") or type(kernel).__name__ == "InterpretedFunction"
+        self._plain = (not hasattr(kernel, "warmup") or type(kernel).__name__ == "InterpretedFunction"
+                       or os.environ.get(PLAIN_ENV) == "1")
 
     def __getitem__(self, grid):
         return lambda *args, **constexprs: self._launch(grid, 1, 0, None, args, constexprs)

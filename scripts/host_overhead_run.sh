@@ -31,7 +31,9 @@ if has host; then
 PYTHONPATH=/tmp/pkg_base timeout ${T_HOST:-200} python3 evals/bench/host_overhead.py --out "$OUT/host" --label base \
   --commit "${BASE_COMMIT:-base}" || STATUS=1
 PYTHONPATH=/tmp/pkg_new timeout ${T_HOST:-200} python3 evals/bench/host_overhead.py --out "$OUT/host" --label new \
-  --commit "$COMMIT" --compare "$OUT/host/base.json" || STATUS=1
+  --commit "$COMMIT" --compare "$OUT/host/base.json" ${HOST_PROFILE:+--profile "$OUT/host"} || STATUS=1
+  [ -n "${HOST_PROFILE:-}" ] && tar -czf "$OUT/host_profiles.tar.gz" -C "$OUT/host" $(cd "$OUT/host" && ls profile_*.txt) \
+    && rm -f "$OUT"/host/profile_*.txt
 fi
 
 # ---- 2. the GPU tests (bits and the oracle), this tree

@@ -253,3 +253,20 @@ def test_host_time_per_call_stays_within_budget(compiled_backends_on_cpu, backen
                 best = min(best, (time.perf_counter() - start) / 20 * 1e6)
             budget = BUDGET_US.get(name, OP_BUDGET_US)[check]
             assert best <= budget, f"{backend} {name} check={check}: {best:.0f} us per call, budget {budget} us"
+
+
+def test_a_clustered_decode_launches_one_grid_entry_per_cluster(compiled_backends_on_cpu):
+    """The Hopper decode's cluster launch gives the launcher the number of clusters (the driver launches cluster x
+    that many programs): 1 row x 16 pages runs as 16 one-page splits in one cluster of 16, so the grid is (1,), not
+    (16,) (16 clusters of 16 programs read past the plan's workspace: an illegal address on the H100, 2026-12-05)."""
+    P = __import__("atom_mxfp4.kernels.hopper.pa_decode", fromlist=["_launch"])
+    plan = hopper.make_plan(1, 16, 16, "cpu")
+    q = torch.zeros(1, 16, 128, dtype=torch.bfloat16)
+    cache = torch.zeros(17, 1, 8704, dtype=torch.uint8)
+    tables = torch.arange(1, 17, dtype=torch.int32).view(1, 16)
+    hopper.pa_decode(torch.empty_like(q), q, cache, cache, tables, torch.tensor([16 * 128], dtype=torch.int32),
+                     softmax_scale=0.1, query_scale=None, plan=plan)
+    (record,) = compiled_backends_on_cpu
+    shape = P.launch_shape(plan, 1, 16, P.SOURCE_TABLES)
+    assert (shape.splits, shape.cluster) == (16, 16)
+    assert record.cluster == 16 and record.grid == (1,) and record.constexprs["CLUSTER"] == 16

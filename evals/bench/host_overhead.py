@@ -140,9 +140,31 @@ def syncs(call) -> str | None:
         torch.cuda.synchronize()
 
 
-def measure(backend: str, batch: int, context: int, calls: int, device: torch.device) -> list[dict]:
+def profile(call, calls: int, path: Path) -> None:
+    """cProfile of ``calls`` eager calls (check=False), the 30 costliest functions by own time, into ``path``."""
+    import cProfile
+    import io
+    import pstats
+
+    call(False)
+    torch.cuda.synchronize()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        call(False)
+    profiler.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
+    path.write_text(text.getvalue())
+
+
+def measure(backend: str, batch: int, context: int, calls: int, device: torch.device,
+            profile_dir: Path | None = None) -> list[dict]:
     rows = []
     for op, call in _calls(backend, batch, context, device).items():
+        if profile_dir is not None and op in ("step_sparse", "pa_decode", "write"):
+            profile(call, calls, profile_dir / f"profile_{backend}_{batch}_{op}.txt")
         row = {"backend": backend, "batch": batch, "context": context, "op": op}
         for check in (False, True):
             row[f"host_us_check_{check}"] = round(host_us(lambda: call(check), calls), 2)
@@ -242,6 +264,8 @@ def main(argv=None) -> int:
     parser.add_argument("--context", type=int, default=8192)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--compare", type=Path, help="a baseline's <label>.json (same script, earlier commit)")
+    parser.add_argument("--profile", type=Path, help="a folder: cProfile of the step, pa_decode and the write at the "
+                        "largest batch of each backend (profile_<backend>_<batch>_<op>.txt)")
     args = parser.parse_args(argv)
     device = torch.device("cuda", torch.cuda.current_device())
     here = set(available_backends(device))
@@ -253,7 +277,8 @@ def main(argv=None) -> int:
             print(f"backend {backend} does not run here ({sorted(here)}): skipped")
             continue
         for batch in (int(b) for b in args.batches.split(",")):
-            report["rows"] += measure(backend, batch, args.context, args.calls, device)
+            report["rows"] += measure(backend, batch, args.context, args.calls, device,
+                                      args.profile if batch == max(int(b) for b in args.batches.split(",")) else None)
     base = json.loads(args.compare.read_text()) if args.compare else None
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.label}.json").write_text(json.dumps(report, indent=1))

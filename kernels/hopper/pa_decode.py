@@ -869,7 +869,7 @@ def _launch_clusters(clusters, cluster, args, constexprs, device) -> bool:
     device cannot hold such a cluster (``_clusters_fit``). Triton launches a kernel compiled for one CTA per program
     without a cluster, so the compiled kernel is run with the cluster size and shared-memory size its launcher takes
     per call (atom_mxfp4.launch)."""
-    return launcher(_pa_decode_kernel).cluster((clusters * cluster,), cluster, _cluster.XCHG_BYTES, _clusters_fit)(*args, **constexprs)
+    return launcher(_pa_decode_kernel).cluster((clusters,), cluster, _cluster.XCHG_BYTES, _clusters_fit)(*args, **constexprs)
 
 
 def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, query_scale, plan):
