@@ -34,6 +34,10 @@ PYTHONPATH=/tmp/pkg_new timeout ${T_HOST:-200} python3 evals/bench/host_overhead
   --commit "$COMMIT" --compare "$OUT/host/base.json" ${HOST_PROFILE:+--profile "$OUT/host"} || STATUS=1
   [ -n "${HOST_PROFILE:-}" ] && tar -czf "$OUT/host_profiles.tar.gz" -C "$OUT/host" $(cd "$OUT/host" && ls profile_*.txt) \
     && rm -f "$OUT"/host/profile_*.txt
+  if [ -n "${PLAIN:-}" ]; then  # this tree with Triton's own launch path (atom_mxfp4.launch.PLAIN_ENV): the launcher's share
+    ATOM_MXFP4_PLAIN_LAUNCH=1 PYTHONPATH=/tmp/pkg_new timeout ${T_HOST:-200} python3 evals/bench/host_overhead.py \
+      --out "$OUT/host" --label new-plain --commit "$COMMIT" --compare "$OUT/host/base.json" || STATUS=1
+  fi
 fi
 
 # ---- 2. the GPU tests (bits and the oracle), this tree
