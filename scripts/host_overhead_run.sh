@@ -7,7 +7,7 @@
 # 2. the GPU tests of the kernels whose launch path changed (tests/gpu), bits against the fp64 oracle / Triton;
 # 3. evals/bench/hopper_bench.py --quick on both trees (the kernels' GPU time unchanged), each tree's own script.
 # STEPS (default "host tests bench") picks the steps. Raw output stays in $OUT (host/, logs); ledger rows in
-# $OUT/host/ledger_rows.csv.
+# $OUT/host.tar.gz (host/ledger_rows_<label>.csv).
 set -u -o pipefail
 ROOT=$(pwd)
 : "${OUT:?OUT must name the results folder}"
@@ -55,5 +55,6 @@ if has bench; then
   done
   tar -czf "$OUT/bench.tar.gz" -C "$OUT" bench_base bench_new && rm -rf "$OUT/bench_base" "$OUT/bench_new"
 fi
+cp "$OUT"/host/*.md "$OUT/" 2>/dev/null; tar -czf "$OUT/host.tar.gz" -C "$OUT" host && rm -rf "$OUT/host"
 echo "== done, status $STATUS"
 exit $STATUS

@@ -10,7 +10,7 @@ default 1 and 64 requests of ``--context`` tokens, MiniMax-M3 TP4 rank geometry)
 Ops: the fused write, index_topk, build_sparse_tables, pa_decode (over those tables), attend (sparse and dense) and
 the layer's whole step (sparse and dense). Never asserts a time.
 
-Writes ``<label>.json``, ``<label>.md`` and ``ledger_rows.csv`` (one row per number, the ledger's columns:
+Writes ``<label>.json``, ``<label>.md`` and ``ledger_rows_<label>.csv`` (one row per number, the ledger's columns:
 atom_mxfp4.evals.ledger) into ``--out``; with ``--compare BASE.json`` (the same script run on an earlier commit, in the
 same device call) the table and a plot (``host_overhead.png``) put the two side by side.
 Runs on any commit of the package that has the four ops, ``attend`` and the layer (the baseline runs it unchanged).
@@ -286,7 +286,7 @@ def main(argv=None) -> int:
     (args.out / f"{args.label}.md").write_text(f"{report['gpu']}, commit {args.commit}\n\n{text}\n")
     print(text)
     rows = ledger_rows(report, base)
-    with open(args.out / "ledger_rows.csv", "w", newline="") as f:
+    with open(args.out / f"ledger_rows_{args.label}.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["date"])
         writer.writeheader()
         writer.writerows(rows)
