@@ -1,12 +1,12 @@
 """Backend selection over the registry (``atom_mxfp4.registry``).
 
-A backend is a folder ``kernels/<name>/`` whose ``__init__.py`` registers a ``Backend`` class with
+A backend is a folder ``atom_mxfp4/kernels/<name>/`` whose ``__init__.py`` registers a ``Backend`` class with
 ``@register_backend``; this module imports every such folder once (registering loads no kernel code) and
 resolves a name to an op table. ``backend=None`` tries the registered backends in ``rank`` order and takes the first
 whose ``auto(device)`` says yes: FlyDSL on a ROCm gfx950 device (only after its self-check passed; otherwise Triton,
-with one warning), Hopper on an sm_90 CUDA device with a triton series its GPU tests ran under (``kernels/hopper``
-``TRITON_SERIES``), Triton on other CUDA / ROCm devices, torch elsewhere. An explicit backend never silently falls
-back: it works or raises ``BackendUnavailable``.
+with one warning), Hopper on an sm_90 CUDA device with a triton series its GPU tests ran under
+(``atom_mxfp4/kernels/hopper`` ``TRITON_SERIES``), Triton on other CUDA / ROCm devices, torch elsewhere. An explicit
+backend never silently falls back: it works or raises ``BackendUnavailable``.
 
 FlyDSL ships only ``pa_decode``; its other three ops are Triton's (``borrows = "triton"``: an explicit, documented
 composition).
@@ -34,7 +34,7 @@ class BackendUnavailable(RuntimeError):
 
 
 def _discover() -> None:
-    """Import every ``kernels/<name>/`` package once: each registers its backend."""
+    """Import every ``atom_mxfp4/kernels/<name>/`` package once: each registers its backend."""
     for info in pkgutil.iter_modules(kernels.__path__):
         if info.ispkg:
             importlib.import_module(f"{kernels.__name__}.{info.name}")

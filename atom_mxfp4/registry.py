@@ -1,10 +1,11 @@
-"""The backend registry: every ``kernels/<name>/__init__.py`` registers itself here, once, with ``@register_backend``.
+"""The backend registry: every ``atom_mxfp4/kernels/<name>/__init__.py`` registers itself here, once, with
+``@register_backend``.
 
-Adding a backend = one folder under ``kernels/`` whose ``__init__.py`` holds a ``Backend`` subclass decorated with
-``@register_backend("<name>", rank=...)``; ``atom_mxfp4.backends`` finds the folder, the CLI's ``--backend`` choices
-and ``backend=None`` selection follow. This module is ground floor (a kernel package may import it): it imports
-nothing of the package but the errors, and registering imports no kernel code: the package's op functions load
-on first use (``Backend.load``).
+Adding a backend = one folder under ``atom_mxfp4/kernels/`` whose ``__init__.py`` holds a ``Backend`` subclass
+decorated with ``@register_backend("<name>", rank=...)``; ``atom_mxfp4.backends`` finds the folder, the CLI's
+``--backend`` choices and ``backend=None`` selection follow. This module is ground floor (a kernel package may import
+it): it imports nothing of the package but the errors, and registering imports no kernel code: the package's op
+functions load on first use (``Backend.load``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ REFERENCE_BACKEND = "torch"
 
 
 class Backend:
-    """What a backend says about itself; subclass in ``kernels/<name>/__init__.py`` and decorate.
+    """What a backend says about itself; subclass in ``atom_mxfp4/kernels/<name>/__init__.py`` and decorate.
 
     ``rank``: the order in which ``backend=None`` tries backends (lower first; the first whose ``auto`` says yes wins).
     ``ships``: the ops this package implements; the others come from backend ``borrows`` (an explicit,

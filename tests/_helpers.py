@@ -414,9 +414,9 @@ def triton_series_dir(series: str):
 
 
 def sm90_compile_report(script: str, *args: str, triton_dir=None) -> dict:
-    """Run ``evals/bench/<script>`` (or ``script`` given as an absolute path; a compile-for-sm_90 report, ``args``
-    select its JSON mode) in a subprocess without the TRITON_INTERPRET=1 the CPU test session sets, and return the
-    JSON of its last stdout line. Skips when Triton's ptxas is absent (no sm_90 compile possible). ``triton_dir``: a
+    """Run ``atom_mxfp4/evals/bench/<script>`` (or ``script`` given as an absolute path; a compile-for-sm_90 report,
+    ``args`` select its JSON mode) in a subprocess without the TRITON_INTERPRET=1 the CPU test session sets, and return
+    the JSON of its last stdout line. Skips when Triton's ptxas is absent (no sm_90 compile possible). ``triton_dir``: a
     folder holding another triton package (``triton_series_dir``), put first on the subprocess's PYTHONPATH."""
     import json
     import os
@@ -434,7 +434,7 @@ def sm90_compile_report(script: str, *args: str, triton_dir=None) -> dict:
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     if triton_dir is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(triton_dir)] + [p for p in [env.get("PYTHONPATH")] if p])
-    done = subprocess.run([sys.executable, str(root / "evals" / "bench" / script), *args],
+    done = subprocess.run([sys.executable, str(root / "atom_mxfp4" / "evals" / "bench" / script), *args],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

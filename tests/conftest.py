@@ -1,4 +1,4 @@
-"""Markers: `gpu` tests need CUDA (run on the lent H200 by scripts/h200.sh); `gfx950` tests need an AMD
+"""Markers: `gpu` tests need CUDA (run on the lent H200 by scripts/gpu_run.sh); `gfx950` tests need an AMD
 MI355X. Elsewhere they are skipped, and the reason shows in the report (pytest -ra)."""
 
 import os
@@ -23,6 +23,6 @@ def pytest_collection_modifyitems(config, items):
     gfx950 = _is_gfx950()
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
-            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU: run on the H200 with scripts/h200.sh"))
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU: run on the H200 with scripts/gpu_run.sh"))
         if "gfx950" in item.keywords and not gfx950:
             item.add_marker(pytest.mark.skip(reason="needs an AMD gfx950 GPU (MI355X): numerics unverified here"))

@@ -7,7 +7,6 @@ selection logic that runs on top of them.
 
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,8 +14,7 @@ import torch
 from atom_mxfp4 import backends
 from atom_mxfp4.kernels import flydsl, triton
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 
 @pytest.fixture
@@ -107,7 +105,8 @@ def test_explicit_triton_without_a_gpu_or_interpreter_is_refused(monkeypatch):
 
 # ---- the registry -------------------------------------------------------------------------------------------------
 def test_every_kernels_folder_is_registered_once():
-    """Each folder of kernels/ registers exactly one backend; BACKENDS (the CLI's choices) is the registry."""
+    """Each folder of atom_mxfp4/kernels/ registers exactly one backend; BACKENDS (the CLI's choices) is the
+    registry."""
     import pkgutil
 
     from atom_mxfp4 import kernels, registry
@@ -124,8 +123,8 @@ def test_every_kernels_folder_is_registered_once():
 
 
 def test_hopper_is_chosen_on_sm90_only_and_refused_elsewhere(monkeypatch):
-    """backend=None picks the Gluon backend (kernels/hopper) on an sm_90 CUDA device, Triton's ops for the three it
-    borrows; off sm_90 it is neither chosen nor runnable: an explicit request raises with the reason."""
+    """backend=None picks the Gluon backend (atom_mxfp4/kernels/hopper) on an sm_90 CUDA device, Triton's ops for the
+    three it borrows; off sm_90 it is neither chosen nor runnable: an explicit request raises with the reason."""
     from atom_mxfp4.kernels import hopper
 
     backends._resolve.cache_clear()
@@ -194,11 +193,10 @@ def test_hopper_takes_another_series_only_when_asked(monkeypatch):
 
 def test_hopper_kernels_import_under_triton_3_9():
     """Under triton 3.9 (torch 2.15's pin; .triton39/ from scripts/install.d/45-triton-series.sh) the Hopper kernels
-    import (3.9's Gluon names: kernels/hopper/_gluon.py), with or without ATOM_MXFP4_HOPPER_TRITON_SERIES: 3.9 is in
-    TRITON_SERIES since its GPU tests passed on the H200 (2026-12-05). Before that it needed the variable."""
+    import (3.9's Gluon names: atom_mxfp4/kernels/hopper/_gluon.py), with or without ATOM_MXFP4_HOPPER_TRITON_SERIES:
+    3.9 is in TRITON_SERIES since its GPU tests passed on the H200 (2026-12-05). Before that it needed the variable."""
     import os
     import subprocess
-    import sys
 
     from atom_mxfp4.kernels import hopper
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import cache as C  # noqa: E402
-from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
-from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES  # noqa: E402
+from atom_mxfp4 import cache as C
+from atom_mxfp4.cache import MXFP4PageCache
+from atom_mxfp4.layout import PAGE_SIZE, RECORD_BYTES
 
 
 def test_constants():

@@ -1,23 +1,22 @@
-"""The checkpoint's MXFP4 KV flag without SGLang: which declarations are ours (model_patches/sglang/checkpoint.py),
-how ``--kv-cache-dtype`` resolves against them, ``atom-mxfp4 config show`` / ``config enable-kv`` (round trip,
-idempotence, byte-for-byte edits, refusals, a failure mid-write), and the ``serve`` wrapper's environment refusals.
+"""The checkpoint's MXFP4 KV flag without SGLang: which declarations are ours
+(atom_mxfp4/model_patches/sglang/checkpoint.py), how ``--kv-cache-dtype`` resolves against them, ``atom-mxfp4 config
+show`` / ``config enable-kv`` (round trip, idempotence, byte-for-byte edits, refusals, a failure mid-write), and the
+``serve`` wrapper's environment refusals.
 Resolution through SGLang itself: tests/test_sglang_checkpoint_flag.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from sglang_env import tiny_m3  # noqa: E402
+from sglang_env import tiny_m3
 
-from atom_mxfp4 import cli  # noqa: E402
-from atom_mxfp4.model_patches.sglang import checkpoint_edit, coexist  # noqa: E402
-from atom_mxfp4.model_patches.sglang.checkpoint import (MXFP4_SCHEME, QUARK_SPEC, Kind, declaration,  # noqa: E402
+from atom_mxfp4 import cli
+from atom_mxfp4.model_patches.sglang import checkpoint_edit, coexist
+from atom_mxfp4.model_patches.sglang.checkpoint import (MXFP4_SCHEME, QUARK_SPEC, Kind, declaration,
                                                         load_local, resolve_kv_dtype)
 
 FP8_WEIGHTS = {"quant_method": "modelopt", "quant_algo": "FP8"}

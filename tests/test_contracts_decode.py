@@ -4,21 +4,18 @@ logits"). The Triton backend runs both its direct and its split-KV paths.
 """
 
 import os
-import sys
-from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from atom_mxfp4 import ops  # noqa: E402
+from atom_mxfp4 import ops
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # (backend, Triton split count): torch; Triton direct (one program per row); Triton split-KV (one page per split)

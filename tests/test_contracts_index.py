@@ -4,20 +4,17 @@ pages_per_block / table width, and the top-k input contract of build_sparse_tabl
 """
 
 import os
-import sys
-from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import pytest  # noqa: E402
+import pytest
 
-from atom_mxfp4 import ops  # noqa: E402
+from atom_mxfp4 import ops
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 BACKENDS = ["torch", "triton"]

@@ -7,18 +7,15 @@ runs on a CPU-only machine.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import backends, ops  # noqa: E402
-from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4, scale_exponent  # noqa: E402
-from atom_mxfp4.layout import qkv_width  # noqa: E402
+from atom_mxfp4 import backends, ops
+from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4, scale_exponent
+from atom_mxfp4.layout import qkv_width
 
 META = torch.device("meta")
 I32, I64, BF16 = torch.int32, torch.int64, torch.bfloat16

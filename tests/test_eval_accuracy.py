@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from atom_mxfp4.evals import accuracy, accuracy_report
-from atom_mxfp4.evals.accuracy_data import heavy_tail_request, make_family, needle_positions
+from atom_mxfp4.evals.accuracy_data import heavy_tail_request, make_family
 from atom_mxfp4.evals.cli import main
 from atom_mxfp4.layer import LayerConfig
 
@@ -100,7 +100,8 @@ def test_precision_ordering_when_every_block_is_kept():
             assert row["rel_l2"] == pytest.approx(dense["rel_l2"], rel=0.02, abs=2e-3), (family, mode)
     # block scales set by x10 outlier channels zero most of a block: heavy tails hurt MXFP4 most
     for mode in MODES:
-        assert _by(results, "heavy_tail", f"mxfp4-{mode}")["rel_l2"] > _by(results, "gaussian", f"mxfp4-{mode}")["rel_l2"]
+        assert (_by(results, "heavy_tail", f"mxfp4-{mode}")["rel_l2"]
+                > _by(results, "gaussian", f"mxfp4-{mode}")["rel_l2"])
     summary = accuracy_report.mode_summary(results)
     for mode in MODES:
         dense = [r["rel_l2"] for r in results["rows"] if r["cache"] == f"mxfp4-{mode}" and r["layer"] == "dense"]

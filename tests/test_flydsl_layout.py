@@ -1,8 +1,8 @@
 """The FlyDSL kernel's index maps, evaluated on the host, against the DESIGN §4 byte layout and the torch backend.
 
-``kernels/flydsl/layout.py`` holds every lane -> byte / token / dim map; the kernel traces these same functions.
-Here they run on Python ints / numpy lanes: against the record views of ``atom_mxfp4.cache`` (§4), as bijections
-onto the tokens / dims each MFMA must cover, and end to end through a lane-by-lane numpy emulation of the
+``atom_mxfp4/kernels/flydsl/layout.py`` holds every lane -> byte / token / dim map; the kernel traces these same
+functions. Here they run on Python ints / numpy lanes: against the record views of ``atom_mxfp4.cache`` (§4), as
+bijections onto the tokens / dims each MFMA must cover, and end to end through a lane-by-lane numpy emulation of the
 kernel's dataflow compared with the torch backend (direct and split paths, garbage past the context).
 No GPU and no flydsl needed.
 """

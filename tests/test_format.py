@@ -6,17 +6,14 @@ Bit-exactness first (codes, scale bytes, ties, specials, shapes, modes); round-t
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4.format import E2M1_VALUES, ScaleMode, dequantize_mxfp4, quantize_mxfp4  # noqa: E402
+from atom_mxfp4.format import E2M1_VALUES, ScaleMode, dequantize_mxfp4, quantize_mxfp4
 
 MODES = [ScaleMode.CEIL, ScaleMode.FLOOR, ScaleMode.MSE]
 

@@ -1,7 +1,8 @@
 """The Hopper (Gluon) pa_decode compiles for sm_90 on a CPU machine; its SASS has the structure docs/hopper.md claims.
 
-One subprocess (``evals/bench/hopper_sass.py --json``, ~20 s; a subprocess because the compile must not run under the
-TRITON_INTERPRET=1 the CPU test session sets) compiles the shipped variants with the ptxas Triton ships. Asserted:
+One subprocess (``atom_mxfp4/evals/bench/hopper_sass.py --json``, ~20 s; a subprocess because the compile must not
+run under the TRITON_INTERPRET=1 the CPU test session sets) compiles the shipped variants with the ptxas Triton ships.
+Asserted:
 - it compiles (the ``convert_layout(..., assert_trivial=True)`` of the decoded operands and of P are compile-time
   checks: a decode that needed data movement to reach the MMA registers would not compile);
 - no register spills (no local memory, no stack, no LDL / STL anywhere in the kernel);
@@ -16,23 +17,21 @@ TRITON_INTERPRET=1 the CPU test session sets) compiles the shipped variants with
 Each check runs under the installed triton (3.6.0) and the other series the backend accepts: 3.8.0 (torch 2.14.1's
 pin, SGLang 0.5.23's) and 3.9.0 (torch 2.15's pin), whose reports come from .triton38/ and .triton39/
 (scripts/install.d/45-triton-series.sh).
-Counts are not times: tests/gpu/test_hopper_gpu.py and evals/bench/hopper_bench.py are the GPU side.
+Counts are not times: tests/gpu/test_hopper_gpu.py and atom_mxfp4/evals/bench/hopper_bench.py are the GPU side.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
 
-from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
-from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG  # noqa: E402
+from atom_mxfp4.kernels.hopper import layout as L
+from atom_mxfp4.kernels.hopper.pa_decode import DEFAULT_CONFIG
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "hopper.md"  # its "SASS figures" section holds one table per triton series, under this heading:
@@ -169,10 +168,10 @@ def test_resources_leave_room_for_the_configured_programs_per_sm(report):
 
 
 def test_the_cluster_merge_is_two_cluster_barriers_and_remote_loads(report):
-    """The split merge over a cluster (kernels/hopper/_cluster.py): in the whole kernel 2 cluster-barrier arrives and
-    2 waits (publish; done reading / exit), one memory fence (the publish's release: the exit arrive is relaxed),
-    no global atomic (no arrival counter), and per thread 16 loads of other CTAs' partials + 16 of their lse (2048
-    floats and 16 x 16 lse per CTA over 128 threads; the 8-warp program's upper 128 threads repeat them). Grouped
+    """The split merge over a cluster (atom_mxfp4/kernels/hopper/_cluster.py): in the whole kernel 2 cluster-barrier
+    arrives and 2 waits (publish; done reading / exit), one memory fence (the publish's release: the exit arrive is
+    relaxed), no global atomic (no arrival counter), and per thread 16 loads of other CTAs' partials + 16 of their lse
+    (2048 floats and 16 x 16 lse per CTA over 128 threads; the 8-warp program's upper 128 threads repeat them). Grouped
     (several clusters per row): one arrival atomic and its fence more. The merge through L2 has no cluster barrier
     and one arrival atomic."""
     clusters = [(name, v) for name, v in _variants(report) if "clusters of" in name or "cluster of" in name]
@@ -194,11 +193,11 @@ def test_docs_quote_the_measured_figures(report):
     text = _doc_section(series)
     for figure in (f"{v['per_element']:.2f}", f"| {v['registers']} |", f"| {v['loop_instructions']} |"):
         assert figure in text, f"docs/hopper.md ({DOC_SERIES_HEADING.format(series=series)}) does not quote " \
-                               f"{figure!r} (re-run evals/bench/hopper_sass.py)"
+                               f"{figure!r} (re-run atom_mxfp4/evals/bench/hopper_sass.py)"
 
 
 
-# ---- the fp8 index-K scorer (kernels/hopper/index_topk.py) ----------------------------------------------------------
+# ---- the fp8 index-K scorer (atom_mxfp4/kernels/hopper/index_topk.py) -----------------------------------------------
 # The Triton fp8 scorer's loop: 794 instructions per thread per 16896-B page over 128 threads = 6.0 per byte
 # (docs/triton.md); at the 1.78 GHz / 4-scheduler issue rate of the budget above, 4.0 per byte still issues the copy
 # bandwidth at ~55% of the issue slots (the decode kernel's measured rate).

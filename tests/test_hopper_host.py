@@ -256,7 +256,7 @@ def test_attend_over_an_empty_block_table_writes_zeros_without_a_launch(sparse):
     assert ran is out and torch.equal(out, torch.zeros_like(out))
 
 
-# ---- index_topk (kernels/hopper/index_topk.py): which calls the Gluon scorer takes, its own checks -------------------
+# ---- index_topk (atom_mxfp4/kernels/hopper/index_topk.py): which calls the Gluon scorer takes, its own checks --------
 def test_index_scorer_takes_bf16_up_to_8_heads_only():
     from atom_mxfp4.kernels.hopper.index_topk import native
     q = torch.zeros(3, 1, 128, dtype=torch.bfloat16)  # either index-K dtype: the call's idx_q decides
@@ -557,10 +557,10 @@ def test_cluster_occupancy_is_asked_once_and_a_failed_query_means_no_cluster(mon
 
 
 def test_hopper_bench_variants_parse_into_hopper_configs_and_refuse_by_name():
-    """evals/bench/hopper_bench.py --variant FIELD=VALUE,...: the overrides of a same-run kernel variant."""
+    """atom_mxfp4/evals/bench/hopper_bench.py --variant FIELD=VALUE,...: the overrides of a same-run kernel variant."""
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evals" / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "atom_mxfp4" / "evals" / "bench"))
     import hopper_bench as hb
     assert hb.parse_variant("warps=8,maxnreg=128") == {"warps": 8, "maxnreg": 128}
     assert hb.parse_variant("maxnreg=none,cluster=false") == {"maxnreg": None, "cluster": False}

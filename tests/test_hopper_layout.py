@@ -1,8 +1,8 @@
 """The Hopper (Gluon, sm_90) pa_decode's index maps, evaluated on the host against the DESIGN §4 record.
 
-``kernels/hopper/layout.py`` holds every map the kernel builds its layouts from (the words each lane loads, the
-relabelling of the decode outputs into MMA operands, the head-dim order of both products); ``kernels/hopper/_decode.py``
-holds the PTX. Here, without a GPU:
+``atom_mxfp4/kernels/hopper/layout.py`` holds every map the kernel builds its layouts from (the words each lane loads,
+the relabelling of the decode outputs into MMA operands, the head-dim order of both products);
+``atom_mxfp4/kernels/hopper/_decode.py`` holds the PTX. Here, without a GPU:
 - the load layouts are evaluated lane by lane: which record words each (warp, lane, register) reads, vector widths,
   coverage, shared-memory wavefronts;
 - the decode is run as the kernel runs it: the shipped PTX text through the numpy PTX interpreter of tests/_helpers.py,
@@ -25,8 +25,6 @@ import importlib
 import itertools
 import math
 from functools import partial
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,13 +32,12 @@ import torch
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
 
-from atom_mxfp4.format import dequantize_mxfp4  # noqa: E402
-from atom_mxfp4.kernels.hopper import _decode as D  # noqa: E402
-from atom_mxfp4.kernels.hopper import layout as L  # noqa: E402
-from atom_mxfp4.layout import data_view, scale_view  # noqa: E402
+from atom_mxfp4.format import dequantize_mxfp4
+from atom_mxfp4.kernels.hopper import _decode as D
+from atom_mxfp4.kernels.hopper import layout as L
+from atom_mxfp4.layout import data_view, scale_view
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 K_ASM = str(D.K_DECODE_ASM.value)
 V_ASM = str(D.V_DECODE_ASM.value)
@@ -590,7 +587,7 @@ def test_a_wrong_v_byte_selector_is_caught(record):
     assert v_mismatches(record, v_operand(record, broken)) > 0
 
 
-# ---- the index scorer (kernels/hopper/index_topk.py): fp8 words -> the A operand of mma.m16n8k16 ---------------------
+# ---- the index scorer (atom_mxfp4/kernels/hopper/index_topk.py): fp8 words -> the A operand of mma.m16n8k16 ------
 IDX_LOAD_REGS = L.PAGE_SIZE * L.FP8_CODE_WORDS // L.THREADS  # 32 words of each fp8 page per thread
 
 
@@ -630,7 +627,8 @@ def _a_fragment(lane):
     """PTX ISA, mma.m16n8k16 .bf16, A fragment of two m-tiles and two k-steps (one 32-channel block): lane l holds rows
     l // 4 + 8 i (i = 0..3: rows g, g + 8 of each m-tile) and columns 2 (l % 4) + {0, 1} + 8 j (j = 0..3)."""
     g, c = lane >> 2, lane & 3
-    return {(m, kk) for m in (g, g + 8, g + 16, g + 24) for kk in (2 * c + b + 8 * j for j in range(4) for b in range(2))}
+    return {(m, kk) for m in (g, g + 8, g + 16, g + 24)
+            for kk in (2 * c + b + 8 * j for j in range(4) for b in range(2))}
 
 
 def test_index_a_operand_lanes_are_the_mma_a_fragment():

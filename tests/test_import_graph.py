@@ -2,12 +2,14 @@
 
 - the ground floor (``layout``, ``errors``, ``registry``, ``rope``, ``plan``) and the codecs (``format``, ``index_k``)
   import nothing above them;
-- a backend folder ``kernels/<name>/`` imports only the ground floor, the codec, its own folder, torch / triton /
-  numpy / its vendor DSL and the standard library: never another backend, ops, cache, the layer or the oracle;
+- a backend folder ``atom_mxfp4/kernels/<name>/`` imports only the ground floor, the codec, its own folder, torch /
+  triton / numpy / its vendor DSL and the standard library: never another backend, ops, cache, the layer or the
+  oracle;
 - no cycle among the package's modules, counting imports inside functions too.
 
-Imports by a computed name (``importlib``) are not edges here: the registry's discovery of ``kernels/<name>/`` in
-``atom_mxfp4.backends`` and the CLI's optional sub-commands in ``atom_mxfp4.cli``, both from the top down.
+Imports by a computed name (``importlib``) are not edges here: the registry's discovery of
+``atom_mxfp4/kernels/<name>/`` in ``atom_mxfp4.backends`` and the CLI's optional sub-commands in ``atom_mxfp4.cli``,
+both from the top down.
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"atom_mxfp4": ROOT / "atom_mxfp4", "atom_mxfp4.kernels": ROOT / "kernels",
-            "atom_mxfp4.model_patches": ROOT / "model_patches", "atom_mxfp4.evals": ROOT / "evals"}
+PACKAGES = {"atom_mxfp4": ROOT / "atom_mxfp4"}  # the folders are the import paths: atom_mxfp4/kernels/ etc. live inside
 GROUND = {"atom_mxfp4.layout", "atom_mxfp4.errors", "atom_mxfp4.registry", "atom_mxfp4.rope", "atom_mxfp4.format",
           "atom_mxfp4.index_k", "atom_mxfp4.plan", "atom_mxfp4.launch"}  # index_k: the fp8 index-K codec beside
 # format's MXFP4 one; plan: the pa_decode plan protocol every backend's make_plan returns; launch: the pre-bound
@@ -40,7 +41,7 @@ def _modules() -> dict[str, Path]:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             name = ".".join([package, *parts]) if parts else package
-            found.setdefault(name, path)  # atom_mxfp4/ itself does not hold the other three folders
+            found.setdefault(name, path)
     return found
 
 

@@ -5,21 +5,18 @@ backends and a per-row loop on exact scores, refusals naming the argument, the l
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
-import test_ops_write as W  # noqa: E402
+import _helpers as H
+import test_ops_write as W
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.cache import FP8IndexKCache, MXFP4PageCache  # noqa: E402
-from atom_mxfp4.index_k import FP8_RECORD_BYTES, IndexKDtype, dequantize_fp8, quantize_fp8  # noqa: E402
-from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.cache import FP8IndexKCache, MXFP4PageCache
+from atom_mxfp4.index_k import FP8_RECORD_BYTES, IndexKDtype, dequantize_fp8, quantize_fp8
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 BACKENDS = ["torch", "triton"]
 FP8_DATA = 128 * 128  # where the scale bytes of an fp8 record start

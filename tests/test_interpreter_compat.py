@@ -1,4 +1,4 @@
-"""bf16 subnormals through the Triton kernels (kernels/triton/_interpreter_compat.py).
+"""bf16 subnormals through the Triton kernels (atom_mxfp4/kernels/triton/_interpreter_compat.py).
 
 Triton 3.6's interpreter converts every non-zero bf16 subnormal to a wrong fp32 value (and fp32 subnormals to
 wrong bf16 bits); the compat layer replaces that one conversion by the hardware's bit operations. These tests
@@ -8,26 +8,23 @@ index-K values below 2**-126). On a GPU the same tests run the compiled kernels.
 """
 
 import os
-import sys
-from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import pytest  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import pytest
+import triton
+import triton.language as tl
 
 import atom_mxfp4.kernels.triton  # noqa: E402,F401  (installs the compat layer)
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4  # noqa: E402
-from atom_mxfp4.kernels.triton._mxfp4 import load_tokens  # noqa: E402
-from atom_mxfp4.layout import RECORD_BYTES, qkv_width  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4
+from atom_mxfp4.kernels.triton._mxfp4 import load_tokens
+from atom_mxfp4.layout import RECORD_BYTES, qkv_width
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _helpers import RECORD  # noqa: E402
+from _helpers import RECORD
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 ALL_BF16 = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)

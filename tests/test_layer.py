@@ -12,24 +12,21 @@ Tolerances (named, derived from data):
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4.format import ScaleMode  # noqa: E402
-from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
-from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE, qkv_rows  # noqa: E402
-from atom_mxfp4.reference import attention_oracle  # noqa: E402
+from atom_mxfp4.format import ScaleMode
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE, qkv_rows
+from atom_mxfp4.reference import attention_oracle
 
 ROUNDED_TOL = 2.0 ** -7  # bf16 q + bf16 out roundings (2 x 2**-9) with a 2x band
-KV_ERROR_GAIN = 1.5  # output rel-L2 per unit of K/V rel-L2 round-trip error (measured ~1.0; softmax averages V errors, K errors
-#                      move logits by |q| * |dk| * scale)
+KV_ERROR_GAIN = 1.5  # output rel-L2 per unit of K/V rel-L2 round-trip error (measured ~1.0; softmax averages V errors,
+#                      K errors move logits by |q| * |dk| * scale)
 Q_ERROR_GAIN = 1.0  # output rel-L2 per unit of q rel-L2 rounding error (logit errors average over the softmax)
 MIN_TOPK_AGREEMENT_ROUNDED = 0.97  # bf16 idx_q may flip a few exact-score near-ties
 

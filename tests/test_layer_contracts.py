@@ -5,22 +5,19 @@ step, RoPE tables shared between layers of different RoPE. Both backends where k
 
 import copy
 import os
-import sys
-from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import pytest  # noqa: E402
+import pytest
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
-from atom_mxfp4.synthetic import make_weights  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.synthetic import make_weights
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 BACKENDS = ["torch", "triton"]
 I32 = torch.int32

@@ -10,17 +10,14 @@ AttentionMetadata, on every backend that runs here (Triton under the interpreter
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4.backends import resolve_backend  # noqa: E402
-from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
+from atom_mxfp4.backends import resolve_backend
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 LENS = [200, 129, 5]  # prefix tokens per request: at most 2 pages, so the block table (2 pages) is narrower than topk
 TOPK = 3

@@ -1,15 +1,12 @@
 """The ground floor (atom_mxfp4.layout) against DESIGN §2-4's literal values, and RoPE (atom_mxfp4.rope) against the
 oracle's own angles: a wrong RoPE must show up as a layer-vs-oracle mismatch."""
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from atom_mxfp4 import layout, reference, rope  # noqa: E402
-from atom_mxfp4.layer import LayerConfig  # noqa: E402
+from atom_mxfp4 import layout, reference, rope
+from atom_mxfp4.layer import LayerConfig
 
 
 def test_geometry_is_designs():

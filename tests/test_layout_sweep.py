@@ -20,24 +20,21 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
-from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import pytest  # noqa: E402
+import pytest
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.cache import FP8IndexKCache, MXFP4PageCache  # noqa: E402
-from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
-from atom_mxfp4.synthetic import make_weights  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.cache import FP8IndexKCache, MXFP4PageCache
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.synthetic import make_weights
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
-from test_contracts_write import NIQ, NKV, NQ, PAGES, WEIGHTS, write_inputs  # noqa: E402
+import _helpers as H
+from test_contracts_write import NIQ, NKV, NQ, PAGES, WEIGHTS, write_inputs
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 BACKENDS = H.backends_here(DEVICE)

@@ -1,4 +1,4 @@
-"""The results ledger (evals/ledger.py): rows are validated before any is written, the latest row of each
+"""The results ledger (atom_mxfp4/evals/ledger.py): rows are validated before any is written, the latest row of each
 measurement wins, the page is deterministic, and the committed docs/performance.md is what the ledger renders."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from atom_mxfp4.evals import ledger as L
 def _row(**changes):
     row = {"date": "2026-12-04", "commit": "abc1234", "gpu": "NVIDIA H200", "op": "pa_decode",
            "shape": "rows=512 ctx=8192", "backend": "hopper", "metric": "tb_per_s", "value": "2.23",
-           "unit": "TB/s", "peer": "copy", "peer_value": "4.24", "command": "python3 evals/bench/hopper_bench.py"}
+           "unit": "TB/s", "peer": "copy", "peer_value": "4.24",
+           "command": "python3 atom_mxfp4/evals/bench/hopper_bench.py"}
     row.update(changes)
     return row
 

@@ -8,18 +8,15 @@ tests/gpu/test_hopper_gpu.py::test_attend_fused_equals_the_composition.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import backends, ops, registry  # noqa: E402
+from atom_mxfp4 import backends, ops, registry
 
 SCALE = 128 ** -0.5
 

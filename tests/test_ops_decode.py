@@ -8,18 +8,15 @@ must come back finite and equal to the oracle within OUT_RTOL * |ref| + OUT_ATOL
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.cache import MXFP4PageCache
 
 # bf16 output: one rounding = 2**-9 relative; allow two roundings (fp32 accumulate then bf16 store)
 OUT_RTOL = 2.0 ** -8

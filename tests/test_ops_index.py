@@ -7,18 +7,15 @@ holds e2m1 codes with scales 2**-2..2**2, so every product is a multiple of 2**-
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.cache import MXFP4PageCache
 
 
 
@@ -144,7 +141,8 @@ def test_ties_go_to_smaller_block_id(backend):
         for t in range(128):
             src = (page[3], 3 * 128 + t) if 1 <= b <= 6 else None
             if src is None:
-                H.put_token(rec, page[b], 0, t, torch.zeros(64, dtype=torch.uint8), torch.full((4,), 127, dtype=torch.uint8))
+                H.put_token(rec, page[b], 0, t, torch.zeros(64, dtype=torch.uint8),
+                            torch.full((4,), 127, dtype=torch.uint8))
                 keys[b * 128 + t] = 0
             elif b != 3:
                 d, s = H.token_bytes(rec, page[3], 0, t)

@@ -7,17 +7,14 @@ is selected, else ``n_selected*128``.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import ops  # noqa: E402
+from atom_mxfp4 import ops
 
 
 def random_case(gen, lens, nkv, topk, rows_per_req=3, drop_own=0.3, empty_rows=1):

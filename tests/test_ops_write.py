@@ -5,20 +5,17 @@ Cache bytes must be bit-exact (every written token-head, and no other byte chang
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.cache import MXFP4PageCache  # noqa: E402
-from atom_mxfp4.format import ScaleMode  # noqa: E402
-from atom_mxfp4.layout import qkv_width  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.cache import MXFP4PageCache
+from atom_mxfp4.format import ScaleMode
+from atom_mxfp4.layout import qkv_width
 
 F32 = np.float32
 

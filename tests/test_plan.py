@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
-from test_ops_decode import make_problem  # noqa: E402
+import _helpers as H
+from test_ops_decode import make_problem
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.plan import DecodePlan  # noqa: E402
-from atom_mxfp4.registry import registered  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.plan import DecodePlan
+from atom_mxfp4.registry import registered
 
 SCALE = 128 ** -0.5
 BACKENDS = H.backends_here()  # small shapes: Triton runs under the interpreter too
@@ -62,7 +59,8 @@ REFUSALS = {  # name -> (change to the plan or the call, the message)
     "width": (dict(width=4), r"plan.max_table_width must be >= tables.shape\[1\] = 4, got 3"),
     "group": (dict(group=8), r"plan.group must be q.shape\[1\] = 8, got 16"),
     "device": (dict(device="meta"), r"plan.device must be q.device = cpu, got meta"),
-    "backend": (dict(backend=True), r"plan.backend must be '{backend}' \(the backend running pa_decode\), got '{other}'"),
+    "backend": (dict(backend=True),
+                r"plan.backend must be '{backend}' \(the backend running pa_decode\), got '{other}'"),
 }
 
 

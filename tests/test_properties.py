@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,11 +16,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

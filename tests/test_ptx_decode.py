@@ -1,14 +1,12 @@
 """The PTX MXFP4 decode of the Triton kernels, checked on the CPU by interpreting the shipped PTX text.
 
-``kernels/triton/_mxfp4.E2M1_BF16X2_ASM`` runs only on NVIDIA GPUs (tests/gpu checks it there); CI has none, so this
-file executes that exact string with a small interpreter of the five PTX instructions it uses (mov, prmt, and,
-mul.lo.u32, mul.rn.bf16x2; numpy, vectorised over inputs: ``_helpers.run_ptx``) and compares its outputs with
+``atom_mxfp4/kernels/triton/_mxfp4.E2M1_BF16X2_ASM`` runs only on NVIDIA GPUs (tests/gpu checks it there); CI has
+none, so this file executes that exact string with a small interpreter of the five PTX instructions it uses (mov, prmt,
+and, mul.lo.u32, mul.rn.bf16x2; numpy, vectorised over inputs: ``_helpers.run_ptx``) and compares its outputs with
 ``format.dequantize_mxfp4`` bit for bit: every code byte in every byte position, every scale byte a writer emits
 (1..254).
 """
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +15,6 @@ import torch
 from atom_mxfp4.format import dequantize_mxfp4
 from atom_mxfp4.kernels.triton._mxfp4 import E2M1_BF16X2_ASM
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _helpers import run_ptx  # noqa: E402  (the numpy PTX interpreter, shared with tests/test_hopper_layout.py)
 
 

@@ -1,4 +1,4 @@
-"""evals/serve_check.py's compare: what the agreement tables report (no server needed)."""
+"""atom_mxfp4/evals/serve_check.py's compare: what the agreement tables report (no server needed)."""
 
 from atom_mxfp4.evals.serve_check import compare, compare_table
 

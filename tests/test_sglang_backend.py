@@ -13,8 +13,6 @@ output (2**-9), with a 2x band -> rel-L2 <= 2**-7.
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,8 +20,7 @@ import torch
 
 if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a broken install fails loudly
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
-sys.path.insert(0, str(Path(__file__).parent))
-from sglang_env import torchvision_stand_in  # noqa: E402
+from sglang_env import torchvision_stand_in
 
 with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision; no CPU wheel fits torch 2.13
     import sglang.srt.configs  # noqa: F401
@@ -36,15 +33,15 @@ with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision;
 
     load_plugins()  # SGLang's own loader: importlib.metadata entry points, then HookRegistry.apply_hooks()
 
-from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode  # noqa: E402
-from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 
-from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4  # noqa: E402
-from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend  # noqa: E402
-from atom_mxfp4.model_patches.sglang.pool import MXFP4MiniMaxKVPool  # noqa: E402
-from atom_mxfp4.reference import attention_oracle  # noqa: E402
+from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
+from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend
+from atom_mxfp4.model_patches.sglang.pool import MXFP4MiniMaxKVPool
+from atom_mxfp4.reference import attention_oracle
 
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 ROUNDED_TOL = 2.0 ** -7
 SPARSE = {"sparse_attention_freq": [0, 1], "sparse_disable_index_value": [0, 1], "sparse_num_index_heads": 2,

@@ -16,8 +16,7 @@ import pytest
 
 if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a broken install fails loudly
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
-sys.path.insert(0, str(Path(__file__).parent))
-from sglang_env import tiny_m3, torchvision_stand_in  # noqa: E402
+from sglang_env import tiny_m3, torchvision_stand_in
 
 with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision; no CPU wheel fits torch 2.13
     import sglang.srt.configs  # noqa: F401
@@ -29,10 +28,10 @@ with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision;
 
     load_plugins()
 
-from atom_mxfp4.model_patches.sglang import coexist, hooks  # noqa: E402
-from atom_mxfp4.model_patches.sglang.checkpoint import MXFP4_SCHEME, QUARK_SPEC  # noqa: E402
-from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME  # noqa: E402
-from atom_mxfp4.model_patches.sglang.targets import hook_applied  # noqa: E402
+from atom_mxfp4.model_patches.sglang import coexist, hooks
+from atom_mxfp4.model_patches.sglang.checkpoint import MXFP4_SCHEME, QUARK_SPEC
+from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME
+from atom_mxfp4.model_patches.sglang.targets import hook_applied
 
 HOOKS_LOGGER = hooks.__name__
 MXFP8 = {"quant_algo": "MXFP8"}  # weights SGLang loads as mxfp8 (the MiniMax-M3 release style)

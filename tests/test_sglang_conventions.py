@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -33,19 +31,18 @@ import torch
 
 if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a broken install fails loudly
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
-sys.path.insert(0, str(Path(__file__).parent))
-from sglang_env import tiny_m3, torchvision_stand_in  # noqa: E402
+from sglang_env import tiny_m3, torchvision_stand_in
 
 with torchvision_stand_in.torchvision_stand_in():
-    import sglang.srt.models.minimax_m3 as sgl_m3  # noqa: E402
+    import sglang.srt.models.minimax_m3 as sgl_m3
 
-from atom_mxfp4 import ops  # noqa: E402
-from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4  # noqa: E402
-from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention  # noqa: E402
-from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend  # noqa: E402
-from atom_mxfp4.model_patches.sglang.geometry import check_model  # noqa: E402
+from atom_mxfp4 import ops
+from atom_mxfp4.format import dequantize_mxfp4, quantize_mxfp4
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
+from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend
+from atom_mxfp4.model_patches.sglang.geometry import check_model
 
-import _helpers as H  # noqa: E402
+import _helpers as H
 
 N = 300  # 3 blocks of 128: top-2 with the local block is a real selection
 PAGES = 4

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from importlib.metadata import entry_points
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,10 +14,9 @@ import torch
 
 if importlib.util.find_spec("sglang") is None:  # only a missing SGLang skips; a broken install fails loudly
     pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
-sys.path.insert(0, str(Path(__file__).parent))
-from sglang_env import torchvision_stand_in  # noqa: E402
-from sglang_env import tiny_m3  # noqa: E402
-from sglang_env.tiny_m3 import TINY_M3  # noqa: E402
+from sglang_env import torchvision_stand_in
+from sglang_env import tiny_m3
+from sglang_env.tiny_m3 import TINY_M3
 
 with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision; no CPU wheel fits torch 2.13
     import sglang.srt.configs  # noqa: F401
@@ -31,13 +29,13 @@ with torchvision_stand_in.torchvision_stand_in():  # SGLang imports torchvision;
 
     load_plugins()  # SGLang's own loader: importlib.metadata entry points, then HookRegistry.apply_hooks()
 
-from sglang.srt.plugins.hook_registry import HookRegistry  # noqa: E402
+from sglang.srt.plugins.hook_registry import HookRegistry
 
-from atom_mxfp4.cache import capacity_ratio  # noqa: E402
-from atom_mxfp4.layout import RECORD_BYTES  # noqa: E402
-from atom_mxfp4.model_patches.sglang import hooks  # noqa: E402
-from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME  # noqa: E402
-from atom_mxfp4.model_patches.sglang.targets import hook_applied  # noqa: E402
+from atom_mxfp4.cache import capacity_ratio
+from atom_mxfp4.layout import RECORD_BYTES
+from atom_mxfp4.model_patches.sglang import hooks
+from atom_mxfp4.model_patches.sglang.geometry import BACKEND_NAME
+from atom_mxfp4.model_patches.sglang.targets import hook_applied
 
 
 
@@ -55,7 +53,6 @@ def resolve(argv):
 
 def test_torchvision_stand_in_is_gone_after_the_imports():
     """Other tests in this process still see torchvision as absent (sglang_env.torchvision_stand_in)."""
-    import sys
     assert not any(isinstance(f, torchvision_stand_in._Finder) for f in sys.meta_path)
     assert not any(isinstance(m, torchvision_stand_in._InertModule) for m in list(sys.modules.values()))
 
@@ -105,7 +102,9 @@ REFUSALS = [
 ]
 
 
-@pytest.mark.parametrize("changes, extra, message", REFUSALS, ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v", "hicache", "backend", "idx_heads_tp4"])
+@pytest.mark.parametrize("changes, extra, message", REFUSALS,
+                         ids=["arch", "head_dim", "gqa", "page", "spec", "idx_v", "hicache", "backend",
+                              "idx_heads_tp4"])
 def test_refusals_at_start_up(tmp_path, changes, extra, message):
     argv = ["--model-path", model_dir(tmp_path, **changes), "--kv-cache-dtype", "mxfp4", "--device", "cpu"] + extra
     with pytest.raises(ValueError) as error:
@@ -240,7 +239,7 @@ def test_engine_style_server_args_resolve_mxfp4(tmp_path):
 
 @pytest.mark.parametrize("tp, per_rank", [(1, (16, 4, 4)), (2, (8, 2, 2)), (4, (4, 1, 1))])
 def test_tiny_tp_variant_splits_like_minimax_m3(tp, per_rank):
-    """The checkpoint of scripts/h200_serve.sh's tp mode (tiny_m3.py --tp): at TP4 one KV and one index head per rank,
+    """The checkpoint of scripts/serve_run.sh's tp mode (tiny_m3.py --tp): at TP4 one KV and one index head per rank,
     GQA 4, as the real M3; start-up accepts it at TP1 / TP2 / TP4."""
     from transformers import PretrainedConfig
 

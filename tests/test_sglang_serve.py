@@ -7,7 +7,7 @@ explicit flag resolves to the same declarations: tests/test_sglang_plugin.py).
 
 This is the path the "serve for real" issue found broken on the H200 (the scheduler died at the first radix insert);
 here the same SGLang code runs end to end on the CPU. CUDA graphs (prefill and decode) are only reachable on a GPU:
-scripts/h200.d/20-serve.sh runs the same scenarios there. The server uses tests/sglang_env (stand-in sgl_kernel,
+scripts/gpu_run.d/20-serve.sh runs the same scenarios there. The server uses tests/sglang_env (stand-in sgl_kernel,
 torchvision stand-in) and SGLang's strict idle memory check, so a leaked KV page stops the scheduler.
 """
 
@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
 if importlib.util.find_spec("sglang") is None or importlib.util.find_spec("uvicorn") is None:
     pytest.skip("SGLang's server is not installed (scripts/install.d/30-sglang.sh installs it)",
                 allow_module_level=True)
-sys.path.insert(0, str(Path(__file__).parent))
-from sglang_env import server_env, tiny_m3  # noqa: E402
+from sglang_env import server_env, tiny_m3
 
-from atom_mxfp4.evals.serve_check import Context, Server, run_scenarios  # noqa: E402
-from atom_mxfp4.model_patches.sglang.checkpoint_edit import enable_kv  # noqa: E402
+from atom_mxfp4.evals.serve_check import Context, Server, run_scenarios
+from atom_mxfp4.model_patches.sglang.checkpoint_edit import enable_kv
 
 CHUNK = 256
 

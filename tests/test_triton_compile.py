@@ -1,7 +1,8 @@
 """index_topk's score kernel compiles for sm_90 on a CPU machine, and the fp8 index-K's CUDA scorer stays as lean as
-the MXFP4 one (one subprocess: ``evals/bench/sass_counts.py --index-json``, ~15 s; a subprocess because the compile
-must not run under the TRITON_INTERPRET=1 the CPU test session sets). Counts are whole-kernel SASS instructions (one
-128-token tile per block visited, 4 warps); times are the H200 benchmark's (evals/bench/run_bench.py, indexer).
+the MXFP4 one (one subprocess: ``atom_mxfp4/evals/bench/sass_counts.py --index-json``, ~15 s; a subprocess because
+the compile must not run under the TRITON_INTERPRET=1 the CPU test session sets). Counts are whole-kernel SASS
+instructions (one 128-token tile per block visited, 4 warps); times are the H200 benchmark's
+(atom_mxfp4/evals/bench/run_bench.py, indexer).
 
 Measured 2026-12-03 (triton 3.6.0): MXFP4 PTX decode 872, fp8 hardware e4m3 + per-block scale 936, fp8 bit decode
 4200 (that path ran at 0.49 TB/s on the H200, the MXFP4 scorer at 1.3-1.5 TB/s: docs/triton.md). With the page loop
@@ -11,15 +12,13 @@ flight"): 1080, 1120, 3776 (the prologue's and the epilogue's copies and waits; 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _helpers as H  # noqa: E402
+import _helpers as H
 
-from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES  # noqa: E402
+from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES
 
 FP8_OVER_MXFP4_BUDGET = 1.2  # fp8 scorer instructions <= 1.2x the MXFP4 one (measured 1.07; pipelined 1.04)
 MXFP4 = "mxfp4 index-K, PTX decode (default)"
@@ -126,7 +125,7 @@ def test_shipped_kernels_compile_under_each_triton_series(series):
 
 QUERY_SCALE_COMPILE = """
 import json, sys
-sys.path.insert(0, sys.argv[1])  # evals/bench
+sys.path.insert(0, sys.argv[1])  # atom_mxfp4/evals/bench
 import sass_counts as S
 compiled = {}
 for kind in ("*fp64", "*fp32", "*fp16", "*bf16"):
@@ -146,5 +145,6 @@ def test_pa_decode_compiles_for_every_query_scale_dtype(tmp_path):
     each dtype compiles for sm_90."""
     script = tmp_path / "query_scale_compile.py"
     script.write_text(QUERY_SCALE_COMPILE)
-    compiled = H.sm90_compile_report(str(script), str(Path(__file__).resolve().parents[1] / "evals" / "bench"))
+    compiled = H.sm90_compile_report(str(script),
+                                     str(Path(__file__).resolve().parents[1] / "atom_mxfp4" / "evals" / "bench"))
     assert compiled == {kind: "ok" for kind in ("*fp64", "*fp32", "*fp16", "*bf16")}, compiled

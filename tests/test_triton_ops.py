@@ -6,25 +6,22 @@ bit for bit; attention is compared with the fp64 oracle of tests/_helpers.py und
 """
 
 import os
-import sys
-from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402
-import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
-from atom_mxfp4.format import ScaleMode, quantize_mxfp4  # noqa: E402
-from atom_mxfp4.kernels.triton.qknorm_rope_write import WriteConfig, write_config  # noqa: E402
-from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES as RECORD, qkv_rows, qkv_width  # noqa: E402
+import atom_mxfp4.kernels.torch as torch_backend
+import atom_mxfp4.kernels.triton as triton_backend
+from atom_mxfp4.format import ScaleMode, quantize_mxfp4
+from atom_mxfp4.kernels.triton.qknorm_rope_write import WriteConfig, write_config
+from atom_mxfp4.layout import FP8_RECORD_BYTES, RECORD_BYTES as RECORD, qkv_rows, qkv_width
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _helpers import ATTN_REL_TOL, attention_rows, garbage_records, random_codes, to_device  # noqa: E402
+from _helpers import ATTN_REL_TOL, attention_rows, garbage_records, random_codes, to_device
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -184,7 +181,8 @@ def test_fused_write_quantize_edges_bit_exact(mode, config):
     gen = _gen(5 + len(mode.value))
     qkv, *rest = _write_inputs(gen, tokens, nq, nkv, niq, rotary_dim, pages)
     v = qkv_rows(nq, nkv, niq).v
-    qkv[:, v.start * 128:v.stop * 128] = torch.cat([_quantize_edge_rows(tokens), _quantize_edge_rows(tokens).flip(0)], 1)
+    qkv[:, v.start * 128:v.stop * 128] = torch.cat([_quantize_edge_rows(tokens),
+                                                    _quantize_edge_rows(tokens).flip(0)], 1)
     poison = torch.randint(0, 256, (pages, 2, RECORD), generator=gen, dtype=torch.int32).to(torch.uint8)
     args = (nq, nkv, niq, rotary_dim, pages, mode, torch.bfloat16)
     ours = _run_write(triton_backend, [qkv] + rest, *args, poison, config=config)

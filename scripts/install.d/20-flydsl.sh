@@ -3,7 +3,7 @@
 # (provides ld.lld, which the AMDGPU code-object link needs; no ROCm on CPU machines). Neither depends on torch
 # (installed with --no-deps, so pip can never swap torch). Then the ld.lld shim in a stable place:
 #   $ATOM_MXFP4_ROCM_SHIM (default /tmp/atom_mxfp4_rocm)/llvm/bin/ld.lld -> python -m ziglang ld.lld
-# Nothing is exported: kernels/flydsl/compile.py sets ROCM_PATH, FLYDSL_COMPILE_ONLY=1, ARCH=gfx950 only in the
+# Nothing is exported: atom_mxfp4/kernels/flydsl/compile.py sets ROCM_PATH, FLYDSL_COMPILE_ONLY=1, ARCH=gfx950 only in the
 # compiler subprocess (and recreates the shim itself when it is missing). Idempotent.
 set -euo pipefail
 PY=${PYTHON:-python}

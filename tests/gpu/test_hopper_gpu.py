@@ -22,8 +22,6 @@
 """
 
 import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,10 +29,9 @@ import torch
 
 SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)"),
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_run.sh)"),
               pytest.mark.skipif(torch.cuda.is_available() and not SM90, reason="the Gluon kernel is sm_90 only")]
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
 import _helpers as H  # noqa: E402
 
 from triton.experimental import gluon  # noqa: E402

@@ -1,4 +1,5 @@
-"""The Hopper (Gluon) index scorer (fp8 and MXFP4 index-K) on an sm_90 GPU (marker ``gpu``; skipped without one): run on the H200.
+"""The Hopper (Gluon) index scorer (fp8 and MXFP4 index-K) on an sm_90 GPU (marker ``gpu``; skipped without one):
+run on the H200.
 
 - top-k ids bit for bit equal to the torch backend's (exact dyadic scores, so every backend's sums are exact):
   1 / 2 / 4 / 8 index heads, init and local blocks, positions anywhere in the table (partial own blocks), chunks of
@@ -10,18 +11,15 @@
   heads) give the Triton backend's ids.
 """
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)"),
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_run.sh)"),
               pytest.mark.skipif(torch.cuda.is_available() and not SM90, reason="the Gluon kernel is sm_90 only")]
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from _helpers import capture_then_replay, index_case, refill_index_case  # noqa: E402
 
 import atom_mxfp4.kernels.torch as torch_backend  # noqa: E402

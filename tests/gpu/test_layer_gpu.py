@@ -1,9 +1,9 @@
-"""The layer end to end on CUDA with the Triton and the Hopper backends (marker ``gpu``; run by scripts/h200.sh;
+"""The layer end to end on CUDA with the Triton and the Hopper backends (marker ``gpu``; run by scripts/gpu_run.sh;
 the Hopper cases are skipped off sm_90 and have not run yet).
 
 - prefill (chunked, with a cached prefix) then decode, sparse (MXFP4 and fp8 index-K) and dense: the GPU backend vs
-  the torch backend on the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and attention within the named
-  tolerance;
+  the torch backend on the CPU, with the same MXFP4 cache bytes (bit-exact writes), the same top-k blocks and
+  attention within the named tolerance;
 - a decode step captured in a CUDA graph (``check=False``) and replayed on new inputs equals the eager step (fresh
   metadata, a plan of its own), output and cache bytes, bit for bit; the capture reuses the plan the warm-up cached on
   the metadata.
@@ -16,7 +16,7 @@ from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, Sparse
 from atom_mxfp4.synthetic import make_request, make_weights
 
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_run.sh)")]
 
 DEV = torch.device("cuda")
 ATTN_REL_TOL = 3e-3  # as tests/test_triton_ops.py: bf16 output and probabilities (measured ~7e-4), band x3

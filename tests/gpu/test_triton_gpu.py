@@ -1,11 +1,9 @@
-"""Triton backend on a CUDA GPU (marker ``gpu``; run on the lent H200 by scripts/h200.sh, skipped elsewhere).
+"""Triton backend on a CUDA GPU (marker ``gpu``; run on the lent H200 by scripts/gpu_run.sh, skipped elsewhere).
 
 Larger irregular shapes than the CPU tests, against the torch backend on the CPU (bit-exact where DESIGN says so,
 the named attention tolerance otherwise), and CUDA-graph capture + replay equal to eager, bit for bit.
 """
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +15,8 @@ from atom_mxfp4.kernels.triton._mxfp4 import Decode, load_tokens
 from atom_mxfp4.layout import RECORD_BYTES, qkv_width
 
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/h200.sh)")]
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_run.sh)")]
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from _helpers import attention_rows, capture_then_replay, index_case, refill_index_case  # noqa: E402
 
 RECORD = RECORD_BYTES

@@ -3,8 +3,8 @@
 The binary in the sglang 0.5.23 wheel is built against torch 2.14's C++ ABI. Where another torch is loaded (the H200
 image has 2.11), it may load and then misread a tensor's dtype: the first radix insert of a served request fails
 with ``insert value must be an int64 tensor, got Uint8`` and the scheduler dies. This inserts one int64 value the way
-``RustUnifiedTreeCore.begin_insert`` does; the harness (evals/serve_check.py) switches SGLang to its Python tree core
-(``SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python``) when this fails, and says so in its report.
+``RustUnifiedTreeCore.begin_insert`` does; the harness (atom_mxfp4/evals/serve_check.py) switches SGLang to its
+Python tree core (``SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python``) when this fails, and says so in its report.
 """
 
 import array

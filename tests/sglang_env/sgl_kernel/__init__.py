@@ -127,7 +127,8 @@ _IMPORT_ERROR = {"sgl_kernel.scalar_type"}  # SGLang has a fallback for these wh
 
 class _SubmoduleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path, target=None):
-        if fullname.startswith(__name__ + ".") and fullname.split(".")[1] not in {m.split(".")[1] for m in _IMPORT_ERROR}:
+        if (fullname.startswith(__name__ + ".")
+                and fullname.split(".")[1] not in {m.split(".")[1] for m in _IMPORT_ERROR}):
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
