@@ -298,10 +298,16 @@ def write_config(num_tokens: int) -> WriteConfig:
     shape); T = 64 2.12 -> 1.91 / 2.59 -> 2.38, T = 512 3.90 -> 3.62 / 4.17 -> 4.08; at 8192 and 32768 within 1% or
     slower, so not there)."""
     if num_tokens < 64:
-        return WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1, early_loads=True)
+        return _FEW_TOKENS
     if num_tokens < 8192:
-        return WriteConfig(early_loads=True)
-    return WriteConfig(tokens_per_program=4, heads_per_program=2, num_warps=2, maxnreg=56)
+        return _SOME_TOKENS
+    return _MANY_TOKENS
+
+
+# write_config's three answers, made once (a frozen dataclass built per launch costs microseconds of host time)
+_FEW_TOKENS = WriteConfig(tokens_per_program=1, heads_per_program=2, num_warps=1, early_loads=True)
+_SOME_TOKENS = WriteConfig(early_loads=True)
+_MANY_TOKENS = WriteConfig(tokens_per_program=4, heads_per_program=2, num_warps=2, maxnreg=56)
 
 
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
