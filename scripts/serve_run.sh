@@ -139,8 +139,8 @@ elif [ "$MODE" = speed ]; then
   fi
   for entry in $SERVERS; do
     label=${entry%%:*}; flags=${entry#*:}
-    site=$SITE; [ "${label#base-}" != "$label" ] && site=/tmp/sgl_site_base
-    PYTHONPATH=$site timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed \
+    site=$SITE; [ "${label#base-}" != "$label" ] && site=/tmp/sgl_site_base  # the server's package; the driver: ours
+    timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed --server-env PYTHONPATH=$site \
       -- $COMMON --kv-cache-dtype mxfp4 $flags || STATUS=1
   done
   python3 - "$RES" "${BASE_COMMIT:-base}" <<'PY' || STATUS=1

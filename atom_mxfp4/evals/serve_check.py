@@ -438,7 +438,13 @@ def compare_table(rows: list[dict], names=("candidate", "baseline")) -> str:
 def _run(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    server = Server(args.sglang_args, dict(os.environ), out / f"server-{args.label}.log", port=args.port)
+    env = dict(os.environ)
+    for item in args.server_env:
+        key, _, value = item.partition("=")
+        if not key or not _:
+            raise SystemExit(f"serve_check: --server-env must be KEY=VALUE, got {item!r}")
+        env[key] = value
+    server = Server(args.sglang_args, env, out / f"server-{args.label}.log", port=args.port)
     names = SCENARIOS if args.scenarios == "all" else tuple(args.scenarios.split(","))
     unknown = sorted(set(names) - set(SCENARIOS + TIMINGS))
     if unknown:
@@ -494,6 +500,8 @@ def main(argv=None) -> int:
     run.add_argument("--burst", type=int, default=64, help="concurrent requests in the burst")
     run.add_argument("--max-prompt", type=int, default=2048, help="longest prompt of the burst")
     run.add_argument("--start-timeout", type=float, default=600, help="seconds to wait for the server")
+    run.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                     help="set in the server's environment only (e.g. PYTHONPATH of another build of the package)")
     run.add_argument("sglang_args", nargs=argparse.REMAINDER, help="after --: arguments of sglang serve")
     cmp = sub.add_parser("compare", help="agreement table of two runs' agreement scenarios")
     cmp.add_argument("runs", nargs=2, metavar="RUN_JSON")
