@@ -4,8 +4,9 @@
 kernel reading the block table and the top-k ids itself; it declines sparse launches of more programs than SMs, where
 atom_mxfp4.ops composes instead) and ``index_topk`` (its own scorer for bf16 idx_q with <= 8 index heads over either
 index-K dtype, the Triton scorer for other calls, the Triton select kernel for both: index_topk.py). pa_decode.py:
-kernel and launchers; policy.py: the tuning config, split policy and plan; _decode.py: the MXFP4 decode into MMA
-operand registers; layout.py: every index map as host-evaluable data. The other two ops (build_sparse_tables, the
+kernel and launchers, over _pages.py (where a program's pages come from), _loop.py (the main loop) and _merge.py (the
+epilogue, the split merge); policy.py: the tuning config, split policy and plan; _decode.py: the MXFP4 decode into
+MMA operand registers; layout.py: every index map as host-evaluable data. The other two ops (build_sparse_tables, the
 fused write) are the Triton backend's (``borrows = "triton"``: an explicit, documented composition, as for FlyDSL).
 ``backend=None`` picks it on an sm_90 CUDA device (rank 0, before the Triton backend, which stays the portable path
 and the reference it is tested against: tests/gpu/test_hopper_gpu.py, run on an H200); ``backend="hopper"`` runs it

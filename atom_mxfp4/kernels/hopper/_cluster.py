@@ -93,7 +93,7 @@ def lse_of(m, l_sum):
 @gluon.jit
 def store_rows(out_ptr, row, head, dim, l_sum, acc, has_context, group, GATHER: gl.constexpr):
     """out[row, head] (bf16) = acc / l; l == 0: zeros when the row has no token, NaN when it has tokens whose logits
-    are all -inf; l NaN: NaN. The last step of every split merge (pa_decode's ``_merge_row`` too): ``head`` [n] and
+    are all -inf; l NaN: NaN. The last step of every split merge (_merge.py's ``_merge_row`` too): ``head`` [n] and
     ``dim`` [128] sliced from ``GATHER`` ([partials, n, 128]) as the loads index them, l [n], acc [n, 128] the sums
     over the partials."""
     rows_layout: gl.constexpr = gl.SliceLayout(1, gl.SliceLayout(0, GATHER))
@@ -139,7 +139,7 @@ def merge(out_ptr, part_out_ptr, part_lse_ptr, counters_ptr, row, split, num_spl
           CLUSTER: gl.constexpr, GROUPED: gl.constexpr):
     """out[row, heads rank * 16 / S ..] (bf16) = sum_s w_s * part_s, w_s = 2**(lse_s - max lse) / sum, over the S
     splits' partials in the cluster's shared memory (rank = split % S); the same rules as the global merge
-    (pa_decode's ``_merge_row``): a NaN lse makes the head NaN; all -inf: zeros when the row has no token, NaN when it
+    (_merge.py's ``_merge_row``): a NaN lse makes the head NaN; all -inf: zeros when the row has no token, NaN when it
     has tokens whose logits are all -inf. GROUPED (num_splits = G x S, G >= 2): the cluster's merge of the slice is
     stored as partial (row, split // S) in the workspace, and the slice's last CTA of the row's G to arrive merges them.
     Ends with the cluster barrier that lets every CTA exit (its partial has been read)."""

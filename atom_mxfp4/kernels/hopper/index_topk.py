@@ -45,7 +45,7 @@ from atom_mxfp4.layout import INIT_KEY as _INIT_KEY, LOCAL_KEY as _LOCAL_KEY
 from . import layout as L
 from ._decode import unpack_bf16x2
 from ._gluon import FUSED, async_load, cta_barrier
-from .pa_decode import _k_operand
+from ._loop import _k_operand
 
 # the Triton scorer's module (the package's ``index_topk`` attribute is the function)
 triton_index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")

@@ -1,6 +1,6 @@
 """Every index map of the Hopper (sm_90, Gluon) pa_decode, as plain data and integer functions.
 
-The kernel (``pa_decode.py`` / ``_decode.py``) builds its Gluon layouts and permutations from these constants; the
+The kernel (``pa_decode.py`` and its helpers) builds its Gluon layouts and permutations from these constants; the
 CPU tests (tests/test_hopper_layout.py) evaluate the same constants on the host against the DESIGN §4 record and
 against the compiler's own linear layouts. Nothing here imports triton.
 
@@ -184,7 +184,7 @@ def window_miss(byte: int) -> bool:
     return byte != 0 and not WINDOW_LOW <= byte <= WINDOW_HIGH
 
 
-# ---- the O rescale (pa_decode._attend_page / _rescale; docs/hopper.md "Rescaling O only when the maximum moves") ----
+# ---- the O rescale (_loop._attend_page / _rescale; docs/hopper.md "Rescaling O only when the maximum moves") --------
 # A warp's running maximum of a head moves only when a page's maximum passes it by more than RESCALE_SLACK (log2
 # units), so the softmax weights 2**(logit - m) stay <= 2**RESCALE_SLACK (bf16 P and its window multiply hold them
 # exactly) and on most pages no factor differs from 1: a warp whose factors are all 1 skips the 64 multiplies.
