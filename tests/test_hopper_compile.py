@@ -112,7 +112,7 @@ def test_main_loop_instructions_per_element_within_budget(report):
 
 
 def test_the_o_rescale_is_one_skippable_block(report):
-    """The O rescale (``pa_decode._rescale``): one vote and one forward branch over exactly the 64 FMUL of the warp's
+    """The O rescale (``_loop._rescale``): one vote and one forward branch over exactly the 64 FMUL of the warp's
     accumulator registers (16 heads x 128 dims per warp over 32 lanes, at either warp count), nothing else skipped.
     The sparse attend's loop (1-2 pages per program) multiplies always: no vote, nothing skipped."""
     for name, v in _variants(report):

@@ -262,7 +262,7 @@ def test_a_program_outside_the_window_takes_the_exact_pass(splits, warps):
 @pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
 @pytest.mark.parametrize("splits", [1, 4])
 def test_o_rescale_when_only_the_upper_heads_maximum_moves(splits, warps):
-    """The O rescale is skipped by a warp whose factors are all 1 (``pa_decode._rescale``: a vote over registers 0
+    """The O rescale is skipped by a warp whose factors are all 1 (``_loop._rescale``: a vote over registers 0
     and 2, heads g and g + 8). Here heads 0..7 attend with q = 0 (every logit 0: their maximum never moves after a
     program's first page) while heads 8..15 meet, on page 5 of 8, one token in every 16 (so in every warp of either
     program) whose logit is ~11.4 (log2) above the rest (> RESCALE_SLACK): only the g + 8 registers' factors differ
