@@ -14,7 +14,7 @@ ROOT=$(pwd)
 mkdir -p "$OUT/host"
 exec > >(tee -a "$OUT/host_overhead_run.log") 2>&1
 export PYTHONUNBUFFERED=1
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo none)}  # the device copy's git metadata may be stale
 echo "== host_overhead_run.sh $(date -u +%FT%TZ) commit $COMMIT base ${BASE_COMMIT:-?} sources $(bash scripts/sources_hash.sh)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 nproc; python3 -c "import platform; print(platform.processor() or platform.machine())"; lscpu | grep "Model name" || true
