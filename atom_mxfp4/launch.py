@@ -194,6 +194,8 @@ def _hook(hook):
     return None if hook is None or not getattr(hook, "calls", True) else hook
 
 
-_device = torch.cuda.current_device  # Triton compiles for the current device, loads and launches the kernel there
+# the current device (Triton compiles for it, loads and launches the kernel there): torch's C getter, without
+# torch.cuda.current_device's lazy-init check (a launch has CUDA tensors: CUDA is initialised)
+_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the current stream, as Triton's driver asks it
 
