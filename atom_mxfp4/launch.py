@@ -107,8 +107,9 @@ class Launcher:
         self.name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
         self._compiled: dict = {}  # specialisation key -> _Compiled
         # the interpreter's function (TRITON_INTERPRET=1) or a test's stand-in: no compiled kernel to bind
-        self._plain = (not hasattr(kernel, "warmup") or type(kernel).__name__ == "InterpretedFunction"
-                       or os.environ.get(PLAIN_ENV) == "1")
+        self._interpreted = not hasattr(kernel, "warmup") or type(kernel).__name__ == "InterpretedFunction"
+        # PLAIN_ENV: single-CTA launches through Triton's own path (a cluster launch has no such path: still bound)
+        self._plain = self._interpreted or os.environ.get(PLAIN_ENV) == "1"
 
     def __getitem__(self, grid):
         return lambda *args, **constexprs: self._launch(grid, 1, 0, None, args, constexprs)
@@ -128,7 +129,7 @@ class Launcher:
         if _recorded is not None:
             _recorded.append(Launch(self.name, tuple(grid), args, constexprs, cluster))
             return True
-        if self._plain:
+        if self._plain and (cluster == 1 or self._interpreted):
             expect(cluster == 1, "cluster", "1 under TRITON_INTERPRET=1", cluster)
             self.kernel[grid](*args, **constexprs)
             return True

@@ -270,3 +270,25 @@ def test_a_clustered_decode_launches_one_grid_entry_per_cluster(compiled_backend
     shape = P.launch_shape(plan, 1, 16, P.SOURCE_TABLES)
     assert (shape.splits, shape.cluster) == (16, 16)
     assert record.cluster == 16 and record.grid == (1,) and record.constexprs["CLUSTER"] == 16
+
+
+def test_the_plain_launch_switch_still_binds_cluster_launches(fake_device, monkeypatch):
+    """ATOM_MXFP4_PLAIN_LAUNCH=1 sends single-CTA launches through ``kernel[grid]`` (Triton's own path); a cluster
+    launch has no such path and is still run bound (the H200 run of 2026-12-05 refused it as if interpreted)."""
+    monkeypatch.setenv(launch.PLAIN_ENV, "1")
+
+    class Both(_Kernel):
+        def __init__(self):
+            super().__init__()
+            self.plain = []
+
+        def __getitem__(self, grid):
+            return lambda *args, **kw: self.plain.append(grid)
+
+    kernel = Both()
+    run = launch.Launcher(kernel)
+    x = torch.zeros(8)
+    run[(2,)](x, 5, 0.5, BLOCK=32, FLAG=False)
+    assert kernel.plain == [(2,)] and kernel.compiled == []
+    assert run.cluster((1,), 16, 0, lambda *a: True)(x, 5, 0.5, BLOCK=32, FLAG=False)
+    assert kernel.compiled[0].runs[0][5] == (4, 16, 1008)
