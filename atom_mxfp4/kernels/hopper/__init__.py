@@ -14,7 +14,7 @@ on an sm_90 device and refuses anything else, never falling back. See docs/hoppe
 Gluon is experimental and its API moves between triton releases (3.7 renamed ``gl.thread_barrier`` to ``gl.barrier``,
 3.9 removed ``async_copy_global_to_shared`` for ``async_load``: _gluon.py takes either), so the kernels are only
 imported and used with a triton series whose build ran their GPU tests on the H200 (``TRITON_SERIES``): 3.6 (the lent
-machine's), 3.8 (torch 2.14's pin, hence SGLang 0.5.23's) and 3.9 (torch 2.15's pin; 2026-12-05). 3.7 compiles on the
+machine's), 3.8 (torch 2.14's pin, hence SGLang 0.5.23's) and 3.9 (torch 2.15's pin). 3.7 compiles on the
 CPU with the same instruction mix but has not run on a GPU; ``ATOM_MXFP4_HOPPER_TRITON_SERIES=3.7`` (comma-separated
 "major.minor" series) makes the backend take such a series anyway: for running its GPU tests under a new release.
 Without that triton (or without Gluon) the package still imports and registers: an explicit request says why, and

@@ -268,12 +268,14 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
 
 
 def fuses_sparse(rows: int, width: int, device: torch.device, plan: HopperDecodePlan | None = None) -> bool:
-    """Whether a sparse ``attend`` of ``rows`` x ``width`` runs as one launch: when its programs fit one per SM (rows
-    x splits <= SMs), where the saved tables launch is worth more than what the kernel pays for reading the top-k ids
-    itself (a dependent load per page and a few registers: the loop rematerialises addresses). Measured on the H200
-    (2026-12-03, docs/hopper.md "One launch per layer"): batch 1 / 8 / 32 one launch 8.3 / 9.0 / 14.7 us against
-    tables + decode 9.1 / 10.4 / 15.1; batch 128 / 512 28.9 / 88.5 against 27.8 / 83.9. Otherwise the Triton tables
-    kernel, then the decode over its tables (the same output bits; ``attend`` declines, atom_mxfp4.ops composes)."""
+    """Whether a sparse ``attend`` of ``rows`` x ``width`` runs as one launch: when its programs fit one per SM (rows x
+    splits <= SMs), where the saved tables launch is worth more than what the kernel pays for reading the top-k ids
+    itself (a dependent load per page and a few registers: the loop rematerialises addresses). Measured faster on the
+    H200 up to batch 32 and slower from batch 128 (docs/hopper.md "One launch per layer"; the sweep's figures, recorded
+    only here: batch 1 / 8 / 32 one launch 8.3 / 9.0 / 14.7 us against tables + decode 9.1 / 10.4 / 15.1; batch 128 /
+    512 28.9 / 88.5 against 27.8 / 83.9; the current times are in the ledger, docs/results/ledger.csv). Otherwise the
+    Triton tables kernel, then the decode over its tables (the same output bits; ``attend`` declines, atom_mxfp4.ops
+    composes)."""
     splits = (plan.splits_for(rows, width)[0] if plan is not None
               else num_splits_for(rows, width, device, DEFAULT_CONFIG.programs_per_sm))
     return rows * splits <= _sms(device)

@@ -146,13 +146,14 @@ def _select_kernel(
 # ---- tuning -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class IndexConfig:
-    block_n: int = 128  # tokens per dot inside a page (H200 sweep 2026-12-02: 128 > 64 > 32 at 32K context)
+    block_n: int = 128  # tokens per dot inside a page (H200 sweep: 128 > 64 > 32 at 32K context)
     score_warps: int = 4
     select_warps: int = 4
     blocks_per_program: int | None = None  # None: the heuristic below
     asm: bool = True  # the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same exact bf16 values as the
-    # Triton decode, so the same scores and ids. H200, 32K context (docs/triton.md, sweep_decode --index): batch 256
-    # 376 us (1.52 TB/s) vs 517 us (1.10 TB/s) for tl.dot_scaled, which was removed; batch 1 unchanged
+    # Triton decode, so the same scores and ids. Faster than tl.dot_scaled at large batch on the H200, which was
+    # removed (docs/triton.md "Tried and not kept ("Removed experiments")": 32K x 256 in us; as bandwidth, recorded
+    # only here: 1.52 vs 1.10 TB/s); batch 1 unchanged
 
 
 DEFAULT_CONFIG = IndexConfig()

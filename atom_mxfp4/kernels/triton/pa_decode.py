@@ -155,12 +155,12 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, width, 
 # ---- tuning -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeConfig:
-    # defaults = the config of the published H200 numbers (docs/bench/2026-12-02-h200-ptx/): 128-token tiles, 4 warps,
-    # K and V decoded by the PTX of _mxfp4.E2M1_BF16X2_ASM, 1 stage, <= 128 registers (40 KB shared: 4 programs per
-    # SM). In that run's sweep: 1.31 / 1.37 TB/s at 512 x 8192 / 4096 x 2048; 2 stages 1.31 / 1.33 and 1 stage
-    # without the cap 1.33 / 1.34 (the same within the spread). An earlier run: 8 warps 1.00 / 1.03, 64-token tiles
-    # 1.10 / 1.16. Variants that lost and were removed (tl.dot_scaled Q.K^T, register prefetch, the no-decode
-    # ablation): docs/triton.md "Removed experiments".
+    # defaults = the fastest config of the H200 sweep: 128-token tiles, 4 warps, K and V decoded by the PTX of
+    # _mxfp4.E2M1_BF16X2_ASM, 1 stage, <= 128 registers (40 KB shared: 4 programs per SM). 8 warps and 64-token tiles
+    # were slower; 2 stages and no register cap the same within the spread (figures: docs/triton.md "Tried and not
+    # kept ("Removed experiments")"; the current ones in the ledger, docs/results/ledger.csv; the stage / cap pairs
+    # at 512 x 8192 / 4096 x 2048, recorded only here: 2 stages 1.31 / 1.33, no cap 1.33 / 1.34 TB/s). Variants
+    # that lost and were removed (tl.dot_scaled Q.K^T, register prefetch, the no-decode ablation): the same table.
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 1
@@ -188,12 +188,12 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     """Splits per row of a launch of (rows, table width); a function of shapes only, so it is the same at every
     replay of a CUDA graph.
 
-    Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs
-    fill their waves (``programs_per_sm`` x SMs programs each) to WAVE_EFFICIENCY. H200 measurements (docs/triton.md,
-    sweep_decode --splits / --occupancy): at 3 programs per SM, 512 rows are 1.29 waves unsplit (Nsight Compute's
-    tail warning) and 3 splits lifted 512 x 8192 from 0.74 to 0.85 TB/s; at 4 per SM (the default config) 512 rows
-    fill 97% of one wave and stay unsplit (1.32 TB/s vs 1.31 at 3 splits), 256 rows take 2 splits (1.16 vs 0.93
-    unsplit), 4096 rows stay unsplit.
+    Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs fill
+    their waves (``programs_per_sm`` x SMs programs each) to WAVE_EFFICIENCY. H200 measurements (sweep_decode --splits /
+    --occupancy; figures recorded only here): at 3 programs per SM, 512 rows are 1.29 waves unsplit (Nsight Compute's
+    tail warning) and 3 splits lifted 512 x 8192 from 0.74 to 0.85 TB/s; at 4 per SM (the default config) 512 rows fill
+    97% of one wave and stay unsplit (1.32 TB/s vs 1.31 at 3 splits), 256 rows take 2 splits (1.16 vs 0.93 unsplit),
+    4096 rows stay unsplit.
     """
     return _split_policy(num_rows, max_table_width, _sms_of(device), programs_per_sm)
 

@@ -272,8 +272,8 @@ class WriteConfig:
     maxnreg: int | None = None  # register cap per thread (None: the compiler's choice)
     # every row's weights, cos / sin (and RoPE partner) loaded before its norm instead of after it: the norm's sqrt /
     # division are calls the compiler does not move loads across, so without it a program waits on two load round
-    # trips (x, then the rest). Pays where latency rules (H200 sweeps 2026-12-03 / 04: T = 1 .. 512 -2% to -13%), not
-    # at T >= 8192 (within 1%, worse at 32768): write_config's choice
+    # trips (x, then the rest). Pays where latency rules (H200 sweeps: T = 1 .. 512 -2% to -13%), not at T >= 8192
+    # (within 1%, worse at 32768): write_config's choice (docs/triton.md "The fused write: 16 lanes per row")
     early_loads: bool = False
 
     def index_heads_per_program(self, num_index_heads: int) -> int:
@@ -288,8 +288,9 @@ class WriteConfig:
 
 
 def write_config(num_tokens: int) -> WriteConfig:
-    """Tuning, from the H200 sweep of 2026-12-03 night (docs/triton.md "The fused write: 16 lanes per row", every
-    config's outputs equal to the previous kernel's): below 64 tokens one token per one-warp program (T = 1 / 8: within
+    """Tuning, from the H200 sweeps of sweep_write.py (docs/triton.md "The fused write: 16 lanes per row"; every
+    config's outputs equal to the previous kernel's; the current times are in the ledger, docs/results/ledger.csv;
+    the sweep figures below are recorded only here): below 64 tokens one token per one-warp program (T = 1 / 8: within
     0.2 us of the best); from 64, 8 tokens x 2 q heads on 4 warps (best at T = 512: 3.5 us CEIL, 3.9 us MSE); from
     8192, 4 tokens x 2 q heads on 2 warps with 56 registers (36 resident warps per SM instead of 28 at MSE's 72
     registers: T = 8192 MSE / fp8 index-K 37.8 -> 35.5 us, T = 32768 151.0 -> 143.2 us; CEIL unchanged within 1%).
