@@ -7,14 +7,16 @@ paid again in every layer of every step that runs eagerly (prefill chunks, large
 through its own launcher (``CompiledKernel.run``, the call ``JITFunction.run`` ends in), keyed by what Triton
 specialises a launch on (``launcher(kernel)`` is the one ``Launcher`` of a kernel):
 
-- every tensor argument's dtype and whether its address is a multiple of 16 bytes;
+- every tensor argument's dtype, whether its address is a multiple of 16 bytes and whether it is a CUDA tensor;
 - every int argument's value being 1, a multiple of 16, inside int32 (and its type: an int, a float, a bool, None);
 - the constexpr and option keywords (``num_warps``, ``maxnreg``, ``enable_fp_fusion``, ...), by value.
 
 That key is at least as fine as Triton's own (two launches with one key get one compiled kernel from Triton too), so
 a miss costs one ``warmup`` (Triton's own compile or cache lookup) and every later launch of that specialisation is
-a dict lookup and the C launch. Launch hooks (``triton.knobs.runtime.launch_enter_hook``, set by profilers) still see
-every launch. Under ``TRITON_INTERPRET=1`` (an ``InterpretedFunction``, no compiled kernel) a launch is the plain
+a dict lookup and the C launch, given each tensor as its address (the C launcher's own ``data_ptr()`` call and
+driver query per pointer skipped; a tensor off the GPU is refused by name instead of by Triton's "cpu tensor?").
+Launch hooks (``triton.knobs.runtime.launch_enter_hook``, set by profilers) still see every launch, with the tensors
+themselves. Under ``TRITON_INTERPRET=1`` (an ``InterpretedFunction``, no compiled kernel) a launch is the plain
 ``kernel[grid](...)``.
 
 ``recording()`` replaces every launch of every ``Launcher`` by a record of it (tests on the CPU: the host path of a
@@ -72,17 +74,30 @@ def recording():
         _recorded = saved
 
 
-def _specialisation(args: tuple) -> tuple:
-    """What Triton specialises a launch on, per positional argument (module docstring); one comprehension, no call
-    per argument (this runs on every launch)."""
-    return tuple([
-        (arg.dtype, arg.data_ptr() & 15 == 0) if hasattr(arg, "data_ptr")
-        else (arg == 1, arg & 15 == 0, INT32_MIN <= arg <= INT32_MAX) if type(arg) is int
-        else type(arg)
-        for arg in args
-    ])
+def _bind(args: tuple) -> tuple[tuple, tuple]:
+    """(what Triton specialises the launch on, the values the C launcher gets) per positional argument (module
+    docstring). A tensor goes to the C launcher as its address, an int: Triton's launcher then neither calls its
+    ``data_ptr()`` again nor asks the driver about the pointer (``cuPointerGetAttribute``, once per pointer and
+    launch); whether it is a CUDA tensor is part of the key, refused by name when a launch is first bound
+    (``Launcher.compiled``). One pass with the appends bound once: of the forms timed on the CPU the fastest (this
+    runs on every launch)."""
+    key, values = [], []
+    add_key, add_value = key.append, values.append
+    for arg in args:
+        if type(arg) is int:
+            add_value(arg)
+            add_key((arg == 1, arg & 15 == 0, INT32_MIN <= arg <= INT32_MAX))
+        elif isinstance(arg, _Tensor):
+            address = arg.data_ptr()
+            add_value(address)
+            add_key((arg.dtype, address & 15 == 0, arg.is_cuda))
+        else:
+            add_value(arg)
+            add_key(type(arg))
+    return tuple(key), tuple(values)
 
 
+_Tensor = torch.Tensor
 _LAUNCHERS: dict = {}  # id(kernel) -> (kernel, its Launcher)
 
 
@@ -117,11 +132,14 @@ class Launcher:
     def cluster(self, grid, cluster: int, extra_shared: int, fits):
         return lambda *args, **constexprs: self._launch(grid, cluster, extra_shared, fits, args, constexprs)
 
-    def compiled(self, grid, args: tuple, constexprs: dict):
-        """The compiled kernel of this launch's specialisation (compiled or found by Triton on the first one)."""
-        key = (_device(), len(args), tuple(constexprs.items()), _specialisation(args))
+    def compiled(self, grid, args: tuple, constexprs: dict, spec: tuple | None = None):
+        """The compiled kernel of this launch's specialisation (compiled or found by Triton on the first one; a
+        tensor that is not on a CUDA device is refused then, naming the kernel's parameter). ``spec``: the first half
+        of ``_bind(args)`` when the caller has it."""
+        key = (_device(), len(args), tuple(constexprs.items()), _bind(args)[0] if spec is None else spec)
         entry = self._compiled.get(key)
         if entry is None:
+            _refuse_host_tensors(self, args)
             entry = self._compiled[key] = _Compiled.of(self.kernel, grid, args, constexprs, key[0])
         return entry
 
@@ -133,15 +151,25 @@ class Launcher:
             expect(cluster == 1, "cluster", "1 under TRITON_INTERPRET=1", cluster)
             self.kernel[grid](*args, **constexprs)
             return True
-        entry = self.compiled(grid, args, constexprs)
-        bound = args + tuple(constexprs[name] for name in entry.tail(len(args)))
+        spec, values = _bind(args)
+        entry = self.compiled(grid, args, constexprs, spec)
+        tail = tuple([constexprs[name] for name in entry.tail(len(args))])
         metadata = entry.packed
         if cluster > 1:
             shared = entry.cluster_shared(extra_shared)
             if not fits(entry.function, cluster, shared):
                 return False
             metadata = (entry.num_warps, cluster, shared)
-        return entry.run(grid, bound, metadata)
+        return entry.run(grid, values + tail, args + tail, metadata)
+
+
+def _refuse_host_tensors(launch: Launcher, args: tuple) -> None:
+    """A compiled kernel is given its tensors by address: one not on a CUDA device is refused, naming the kernel's
+    parameter (tests on the CPU, with a stand-in compiled kernel, replace this)."""
+    names = getattr(launch.kernel, "arg_names", None) or [f"argument {i}" for i in range(len(args))]
+    for name, arg in zip(names, args):
+        expect(not isinstance(arg, _Tensor) or arg.is_cuda, f"{launch.name} {name}",
+               "a CUDA tensor (the kernel reads it by its address)", f"a tensor on {getattr(arg, 'device', None)}")
 
 
 class _Compiled:
@@ -179,13 +207,16 @@ class _Compiled:
     def cluster_shared(self, extra: int) -> int:
         return -(-self.shared // 16) * 16 + extra
 
-    def run(self, grid, bound, metadata):
+    def run(self, grid, values, args, metadata):
+        """Launch with ``values`` (tensors as their addresses); under a launch hook with ``args`` (the tensors
+        themselves, as Triton's own launch passes them: a profiler's hook reads their shapes)."""
         stream = _raw_stream(self.device)
         enter, leave = _hook(self._hooks.launch_enter_hook), _hook(self._hooks.launch_exit_hook)
         grid = tuple(grid) + (1, 1)
-        launch_metadata = (None if enter is None and leave is None
-                           else self.kernel.launch_metadata(grid[:3], stream, *bound))
-        self._run(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter, leave, *bound)
+        launch_metadata = None
+        if enter is not None or leave is not None:
+            launch_metadata, values = self.kernel.launch_metadata(grid[:3], stream, *args), args
+        self._run(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter, leave, *values)
         return True
 
 

@@ -58,8 +58,10 @@ class _Kernel:
 
 @pytest.fixture
 def fake_device(monkeypatch):
+    """The launcher on the CPU: device 0, stream 77, CPU tensors taken as if on the GPU."""
     monkeypatch.setattr(launch, "_device", lambda: 0)
     monkeypatch.setattr(launch, "_raw_stream", lambda device: 77)
+    monkeypatch.setattr(launch, "_refuse_host_tensors", lambda *args: None)
 
 
 def test_a_launch_compiles_once_per_specialisation_and_passes_arguments_in_the_kernels_order(fake_device):
@@ -70,8 +72,9 @@ def test_a_launch_compiles_once_per_specialisation_and_passes_arguments_in_the_k
     run[(3, 2)](x, 7, 0.25, FLAG=True, BLOCK=32)  # another int of the same kind: the same compiled kernel
     assert len(kernel.compiled) == 1
     first, second = kernel.compiled[0].runs
-    assert first == (3, 1, 1, 77, "function 0", (4, 1, 1000), None, None, None, x, 5, 0.5, 32, True)
-    assert second[:3] == (3, 2, 1) and second[9:] == (x, 7, 0.25, 32, True)
+    # a tensor reaches the C launcher as its address (Triton's launcher then asks the driver nothing about it)
+    assert first == (3, 1, 1, 77, "function 0", (4, 1, 1000), None, None, None, x.data_ptr(), 5, 0.5, 32, True)
+    assert second[:3] == (3, 2, 1) and second[9:] == (x.data_ptr(), 7, 0.25, 32, True)
     for args, constexprs in (((x[1:], 5, 0.5), {}),  # an address off 16 bytes
                              ((x, 1, 0.5), {}), ((x, 16, 0.5), {}), ((x, 2**31, 0.5), {}),  # 1, % 16, past int32
                              ((x.to(torch.bfloat16), 5, 0.5), {}),  # another dtype
@@ -101,6 +104,17 @@ def test_launch_hooks_still_see_every_launch(fake_device, monkeypatch):
     launch.Launcher(kernel)[(2,)](torch.zeros(8), 5, 0.5, BLOCK=32, FLAG=False)
     (args,) = kernel.compiled[0].runs
     assert args[6] == ("launch metadata", (2, 1, 1)) and args[7] is enter
+    assert isinstance(args[9], torch.Tensor)  # under a hook the tensors themselves, as Triton's own launch passes
+
+
+def test_a_tensor_off_the_gpu_is_refused_by_the_kernels_parameter_name(monkeypatch):
+    """A compiled kernel gets its tensors by address: a CPU tensor (check=False, a caller's slip) is refused by name
+    before anything is compiled or launched, not read as a device address."""
+    monkeypatch.setattr(launch, "_device", lambda: 0)
+    kernel = _Kernel()
+    with pytest.raises(ValueError, match=r"kernel x_ptr must be a CUDA tensor .*got a tensor on cpu"):
+        launch.Launcher(kernel)[(1,)](torch.zeros(8), 5, 0.5, BLOCK=32, FLAG=False)
+    assert kernel.compiled == []
 
 
 def test_a_plain_kernel_is_launched_as_itself():
