@@ -48,8 +48,11 @@ def _dense_records(records, name: str, width: int, what: str, kinds: str) -> tor
     this for each cache: the messages are built only on failure."""
     if not isinstance(records, torch.Tensor):
         fail(name, kinds, type(records).__name__, TypeError)
-    expect_dtype(records, name, (torch.uint8,))
     shape = records.shape
+    if records.dtype == torch.uint8 and len(shape) == 3 and shape[2] == width and records.stride() == (
+            width * shape[1], width, 1):
+        return records
+    expect_dtype(records, name, (torch.uint8,))
     if len(shape) != 3 or shape[2] != width:
         fail(f"{name}.shape", f"[pages, heads, {width}]{what}", list(shape))
     if records.stride() != (width * shape[1], width, 1):
@@ -139,8 +142,9 @@ def index_records(cache, dtype: "IndexKDtype | str", name: str = "index_k_cache"
     dtype = IndexKDtype.parse(dtype)
     if isinstance(cache, (MXFP4PageCache, FP8IndexKCache)):
         own = index_k_dtype_of(cache)
-        expect(own is dtype, f"{name} (a {type(cache).__name__})", f"an index-K cache of index_k_dtype "
-               f"{dtype.value!r}", f"one of {own.value!r}")
+        if own is not dtype:
+            fail(f"{name} (a {type(cache).__name__})", f"an index-K cache of index_k_dtype {dtype.value!r}",
+                 f"one of {own.value!r}")
         records = cache.records
     else:
         records = cache

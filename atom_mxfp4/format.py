@@ -40,9 +40,11 @@ class ScaleMode(str, enum.Enum):
     def parse(cls, value: "ScaleMode | str") -> "ScaleMode":
         if isinstance(value, cls):
             return value
-        names = [m.value for m in cls]
-        expect(isinstance(value, str) and value.lower() in names, "scale_mode", f"one of {names}", value)
-        return cls(value.lower())
+        found = cls._value2member_map_.get(value.lower()) if isinstance(value, str) else None
+        if found is None:  # the message made only on a refusal (every op parses its mode)
+            names = [m.value for m in cls]
+            fail("scale_mode", f"one of {names}", value)
+        return found
 
 
 DEFAULT_CACHE_SCALE_MODE = "mse"

@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .errors import expect, expect_dtype
+from .errors import expect, expect_dtype, fail
 from .format import BLOCK, E8M0_MAX, E8M0_MIN, _e8m0_to_float
 from .layout import FP8_DATA_BYTES, FP8_RECORD_BYTES, FP8_SCALE_BYTES, HEAD_DIM, PAGE_SIZE, RECORD_BYTES  # noqa: F401
 
@@ -42,9 +42,11 @@ class IndexKDtype(str, enum.Enum):
     def parse(cls, value: "IndexKDtype | str", name: str = "index_k_dtype") -> "IndexKDtype":
         if isinstance(value, cls):
             return value
-        names = [m.value for m in cls]
-        expect(isinstance(value, str) and value.lower() in names, name, f"one of {names}", repr(value))
-        return cls(value.lower())
+        found = cls._value2member_map_.get(value.lower()) if isinstance(value, str) else None
+        if found is None:  # the message made only on a refusal (every op parses its mode)
+            names = [m.value for m in cls]
+            fail(name, f"one of {names}", repr(value))
+        return found
 
     @property
     def record_bytes(self) -> int:

@@ -10,6 +10,7 @@ decode requests: every new token is one row. Metadata is an explicit dataclass, 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -92,8 +93,8 @@ class LayerConfig:
         """Index query heads in the fused projection (0 on dense layers)."""
         return self.num_index_heads if self.sparse else 0
 
-    @property
-    def qkv_width(self) -> int:
+    @functools.cached_property
+    def qkv_width(self) -> int:  # asked by every forward: computed once (the config is frozen)
         return qkv_width(self.num_q_heads, self.num_kv_heads, self.index_heads)
 
     def pa_decode_shape(self, meta: "AttentionMetadata") -> tuple[int, int]:
@@ -319,10 +320,11 @@ class SparseMXFP4Attention:
         decode, with metadata the runner built itself (unchecked bad input is undefined). ``out``: where to write the
         result (a contiguous bf16 [T, nq * 128] tensor; None: a new one)."""
         c = self.config
-        expect(qkv.shape[-1] == c.qkv_width, "qkv.shape[-1]", f"{c.qkv_width} for this layer's geometry",
-               qkv.shape[-1])
-        expect(c.sparse == (caches.index_k is not None), "caches.index_k",
-               "given on sparse layers and None on dense ones", type(caches.index_k).__name__)
+        if not (qkv.shape[-1] == c.qkv_width and c.sparse == (caches.index_k is not None)):
+            expect(qkv.shape[-1] == c.qkv_width, "qkv.shape[-1]", f"{c.qkv_width} for this layer's geometry",
+                   qkv.shape[-1])
+            expect(c.sparse == (caches.index_k is not None), "caches.index_k",
+                   "given on sparse layers and None on dense ones", type(caches.index_k).__name__)
         num_tokens, device = qkv.shape[0], qkv.device
         if out is None:
             out = torch.empty(num_tokens, c.num_q_heads * c.head_dim, dtype=torch.bfloat16, device=device)

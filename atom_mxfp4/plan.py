@@ -95,7 +95,11 @@ class DecodePlan:
 
 def check_plan(plan, *, backend: str, rows: int, width: int, group: int, device, kind: type = DecodePlan) -> None:
     """Refuse a plan that does not cover a pa_decode call (module docstring). ``kind``: the plan class the caller
-    needs (a backend's launcher passes its subclass; ``atom_mxfp4.ops`` the base). Host-side only, no sync."""
+    needs (a backend's launcher passes its subclass; ``atom_mxfp4.ops`` the base). Host-side only, no sync: a plan
+    that covers the call costs one expression (every launch given a plan asks), the messages are made on a refusal."""
+    if (isinstance(plan, kind) and plan.backend == backend and plan.num_rows >= rows and plan.max_table_width >= width
+            and plan.group == group and plan.device == device):
+        return
     expect(isinstance(plan, kind), "plan", f"None or a {kind.__name__} (from ops.plan_pa_decode or the backend's "
            f"make_plan)", type(plan).__name__, TypeError)
     found = plan.mismatches(backend=backend, rows=rows, width=width, group=group, device=device)

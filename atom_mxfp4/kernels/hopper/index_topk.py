@@ -301,10 +301,13 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     cfg = DEFAULT_CONFIG if config is None else config
     per_program = (triton_index.blocks_per_program_for(rows, max_blocks, idx_q.device)
                    if cfg.blocks_per_program is None else cfg.blocks_per_program)
-    expect(1 <= per_program <= MAX_TRIPS.value, "config.blocks_per_program", f"in [1, {MAX_TRIPS.value}]", per_program)
-    expect(cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES, "config.stages", f"None or in [2, {MAX_STAGES}]",
-           cfg.stages)
-    expect(idx_q.numel() < 2**31, "idx_q.numel()", "< 2**31 (the kernel's q offsets are 32-bit)", idx_q.numel())
+    if not (1 <= per_program <= MAX_TRIPS.value and (cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES)
+            and idx_q.numel() < 2**31):  # the messages made only on a refusal
+        expect(1 <= per_program <= MAX_TRIPS.value, "config.blocks_per_program", f"in [1, {MAX_TRIPS.value}]",
+               per_program)
+        expect(cfg.stages is None or 2 <= cfg.stages <= MAX_STAGES, "config.stages", f"None or in [2, {MAX_STAGES}]",
+               cfg.stages)
+        expect(idx_q.numel() < 2**31, "idx_q.numel()", "< 2**31 (the kernel's q offsets are 32-bit)", idx_q.numel())
     launcher(_score_kernel)[(rows, cdiv(max_blocks, per_program))](
         idx_q, index_k_cache.view(torch.int32), block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,

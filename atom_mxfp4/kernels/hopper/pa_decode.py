@@ -144,6 +144,14 @@ def _pa_decode_kernel(
 
 
 # ---- launcher ---------------------------------------------------------------------------------------------------
+_Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
+
+
+def _records_ok(cache) -> bool:
+    """Contiguous ``[pages, heads, RECORD_BYTES]`` records at a 16-byte aligned address (the kernel's cp.async)."""
+    return cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0
+
+
 def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
     """Launch invariants shared by pa_decode and attend (user input was checked by atom_mxfp4.ops); the plan even
     under check=False: a plan too small would be written past its workspace."""
@@ -151,8 +159,14 @@ def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
     if plan is not None:
         check_plan(plan, backend=NAME, rows=q.shape[0], width=width, group=group, device=q.device,
                    kind=HopperDecodePlan)
+    scale_tensor = isinstance(query_scale, torch.Tensor)
+    if (group <= L.BLOCK_H and q.dtype in _Q_DTYPES and q.is_contiguous() and out.is_contiguous()
+            and all([t.is_contiguous() and t.dtype == torch.int32 for _, t in indices])
+            and (not scale_tensor or (query_scale.is_contiguous() and query_scale.dtype == torch.float32))
+            and _records_ok(k_cache) and _records_ok(v_cache)):
+        return  # every invariant holds: one expression; the named checks below only to say which one does not
     expect(group <= L.BLOCK_H, "q.shape[1] (GQA group)", f"<= {L.BLOCK_H}", group)
-    expect(q.dtype in (torch.bfloat16, torch.float8_e4m3fn), "q.dtype", "torch.bfloat16 or torch.float8_e4m3fn",
+    expect(q.dtype in _Q_DTYPES, "q.dtype", "torch.bfloat16 or torch.float8_e4m3fn",
            q.dtype, TypeError)
     for name, tensor in (("q", q), ("out", out)) + indices + (
             (("query_scale", query_scale),) if isinstance(query_scale, torch.Tensor) else ()):
@@ -162,7 +176,7 @@ def _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width):
     if isinstance(query_scale, torch.Tensor):  # an fp64 tensor would turn the logits' arithmetic fp64
         expect(query_scale.dtype == torch.float32, "query_scale.dtype", "torch.float32", query_scale.dtype, TypeError)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if not (cache.is_contiguous() and cache.shape[-1] == L.RECORD_BYTES and cache.data_ptr() % 16 == 0):
+        if not _records_ok(cache):
             fail(f"{name} layout", f"contiguous [pages, heads, {L.RECORD_BYTES}] uint8 records, 16-byte aligned",
                  f"{list(cache.shape)} strides {cache.stride()} at address {cache.data_ptr():#x}")
 
@@ -276,9 +290,13 @@ def fuses_sparse(rows: int, width: int, device: torch.device, plan: HopperDecode
     512 28.9 / 88.5 against 27.8 / 83.9; the current times are in the ledger, docs/results/ledger.csv). Otherwise the
     Triton tables kernel, then the decode over its tables (the same output bits; ``attend`` declines, atom_mxfp4.ops
     composes)."""
-    splits = (plan.splits_for(rows, width)[0] if plan is not None
-              else num_splits_for(rows, width, device, DEFAULT_CONFIG.programs_per_sm))
-    return rows * splits <= _sms(device)
+    if plan is None:
+        return rows * num_splits_for(rows, width, device, DEFAULT_CONFIG.programs_per_sm) <= _sms(device)
+    key = ("fuses_sparse", rows, width)  # asked once per plan and shape (plan.shapes: the plan's launch decisions)
+    found = plan.shapes.get(key)
+    if found is None:
+        found = plan.shapes[key] = rows * plan.splits_for(rows, width)[0] <= _sms(device)
+    return found
 
 
 def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks,
@@ -295,13 +313,15 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
         indices += (("topk_blocks", topk_blocks),)
     width = block_table.shape[1] if topk_blocks is None else topk_blocks.shape[2] * pages_per_block
     _check_launch(out, q, k_cache, v_cache, query_scale, indices, plan, width)
-    for name, tensor in indices[:1] + indices[3:]:  # the kernel offsets into them in 32 bits
-        expect(tensor.numel() < 2**31, f"{name}.numel()", "< 2**31", tensor.numel())
     tokens = row_request.shape[0]
-    expect(q.shape[0] == tokens * num_kv_heads, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x "
-           f"{num_kv_heads}", q.shape[0])
-    expect(1 <= pages_per_block <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"in [1, {MAX_PAGES_PER_BLOCK}]",
-           pages_per_block)  # compile-time sizes stay bounded even under check=False
+    if not (all([tensor.numel() < 2**31 for _, tensor in indices[:1] + indices[3:]])
+            and q.shape[0] == tokens * num_kv_heads and 1 <= pages_per_block <= MAX_PAGES_PER_BLOCK):
+        for name, tensor in indices[:1] + indices[3:]:  # the kernel offsets into them in 32 bits
+            expect(tensor.numel() < 2**31, f"{name}.numel()", "< 2**31", tensor.numel())
+        expect(q.shape[0] == tokens * num_kv_heads, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x "
+               f"{num_kv_heads}", q.shape[0])
+        expect(1 <= pages_per_block <= MAX_PAGES_PER_BLOCK, "pages_per_block", f"in [1, {MAX_PAGES_PER_BLOCK}]",
+               pages_per_block)  # compile-time sizes stay bounded even under check=False
     if block_table.shape[1] == 0:  # no request holds a page: no token to attend (and no entry to clamp a read to)
         out.zero_()
         return out
@@ -311,9 +331,10 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
                        (block_table, row_request, row_request, row_position, row_request), sizes_common + (0,),
                        SOURCE_DENSE)
     topk = topk_blocks.shape[2]
-    expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
-    expect(topk_blocks.shape[:2] == (num_kv_heads, tokens), "topk_blocks.shape[:2]",
-           f"(num_kv_heads, len(row_request)) = {(num_kv_heads, tokens)}", tuple(topk_blocks.shape[:2]))
+    if not (topk <= MAX_TOPK and topk_blocks.shape[:2] == (num_kv_heads, tokens)):
+        expect(topk <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}", topk)
+        expect(topk_blocks.shape[:2] == (num_kv_heads, tokens), "topk_blocks.shape[:2]",
+               f"(num_kv_heads, len(row_request)) = {(num_kv_heads, tokens)}", tuple(topk_blocks.shape[:2]))
     if not always_fuse and not fuses_sparse(q.shape[0], width, q.device, plan):
         return None  # declined: atom_mxfp4.ops composes build_sparse_tables + pa_decode (the same bits)
     return _launch(out, q, k_cache, v_cache, width, softmax_scale, query_scale, plan,

@@ -250,8 +250,9 @@ class HopperDecodePlan(DecodePlan):
     part_out: torch.Tensor | None
     part_lse: torch.Tensor | None
     counters: torch.Tensor | None
-    shapes: dict = field(default_factory=dict, init=False, repr=False)  # (rows, width, source) -> LaunchShape,
-    # decided on the first launch of that shape (``launch_shape``); ``with_config`` starts a new one
+    shapes: dict = field(default_factory=dict, init=False, repr=False)  # the plan's launch decisions, each made on
+    # the first launch that asks: (rows, width, source) -> LaunchShape (``launch_shape``), its constexprs, whether a
+    # sparse attend fuses; ``with_config`` starts a new one
 
     def splits_for(self, rows: int, width: int) -> tuple[int, int]:
         """(splits, pages_per_split) of a launch of ``rows`` x ``width``: the same for every plan that covers it."""

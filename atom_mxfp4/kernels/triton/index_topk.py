@@ -170,6 +170,14 @@ def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_positio
     """The launch invariants of an index_topk kernel (host-side, no sync; also under check=False) -> the index-K
     dtype. Shared with the Hopper scorer (atom_mxfp4/kernels/hopper/index_topk.py)."""
     rows, heads, _ = idx_q.shape
+    index_dtype = IndexKDtype.parse(index_k_dtype)
+    width = index_dtype.record_bytes
+    if (heads <= MAX_HEADS and 1 <= topk <= MAX_TOPK and block_table.shape[1] <= MAX_INDEX_BLOCKS
+            and idx_q.is_contiguous() and all([t.is_contiguous() and t.dtype == torch.int32
+                                               for t in (block_table, row_request, row_position)])
+            and index_k_cache.dtype == torch.uint8 and index_k_cache.is_contiguous()
+            and index_k_cache.shape[1:] == (1, width)):
+        return index_dtype  # every invariant holds: one expression; the named checks below say which does not
     expect(heads <= MAX_HEADS, "idx_q.shape[1] (index heads)", f"<= {MAX_HEADS}", heads)
     # compile-time sizes stay bounded even under check=False (host-side, no sync)
     expect(1 <= topk <= MAX_TOPK, "topk", f"in [1, {MAX_TOPK}]", topk)
@@ -181,8 +189,6 @@ def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_positio
     for name, tensor in (("block_table", block_table), ("row_request", row_request), ("row_position", row_position)):
         # read as int32 words (free to check; a wider dtype would be misread)
         expect(tensor.dtype == torch.int32, f"{name}.dtype", "torch.int32", tensor.dtype, TypeError)
-    index_dtype = IndexKDtype.parse(index_k_dtype)
-    width = index_dtype.record_bytes
     if not (index_k_cache.dtype == torch.uint8 and index_k_cache.is_contiguous()
             and index_k_cache.shape[1:] == (1, width)):
         fail("index_k_cache", f"contiguous uint8 [pages, 1, {width}] (index_k_dtype {index_dtype.value!r})",

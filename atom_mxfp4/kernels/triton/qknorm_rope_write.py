@@ -19,6 +19,7 @@ token, 16896 B per page); the launcher checks the record width of the dtype it i
 Not checked at run time: slots and positions in range, distinct slots (``atom_mxfp4.ops`` checks with check=True).
 """
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -311,59 +312,83 @@ _SOME_TOKENS = WriteConfig(early_loads=True)
 _MANY_TOKENS = WriteConfig(tokens_per_program=4, heads_per_program=2, num_warps=2, maxnreg=56)
 
 
-def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
-                            cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache, *, num_q_heads,
-                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype,
-                            index_k_dtype=IndexKDtype.MXFP4, config=None):
-    # ---- validate (kernel invariants the launch relies on; user input was checked by atom_mxfp4.ops)
+def _records_ok(cache, width: int) -> bool:
+    """uint8 ``[pages, heads, width]`` records, heads and bytes dense (the kernel addresses page ``slot // 128``)."""
+    return (cache.dtype == torch.uint8 and cache.dim() == 3 and cache.shape[2] == width and cache.stride(1) == width
+            and cache.stride(2) == 1)
+
+
+def _check_launch(qkv, positions, slot_mapping, cos_sin_cache, weights, caches, rotary_dim):
+    """The kernel invariants the launch relies on (user input was checked by atom_mxfp4.ops; these also under
+    check=False): one expression when they hold, the named checks only to say which does not."""
+    if (qkv.stride(-1) == 1 and positions.is_contiguous() and slot_mapping.is_contiguous()
+            and cos_sin_cache.is_contiguous() and all([w.is_contiguous() for _, w in weights])
+            and cos_sin_cache.dtype == torch.float32 and rotary_dim % 2 == 0 and 2 <= rotary_dim <= HEAD_DIM_WIDTH
+            and all([cache is None or _records_ok(cache, width) for _, cache, width in caches])):
+        return
     expect(qkv.stride(-1) == 1, "qkv.stride(-1)", "1", qkv.stride(-1))  # rows may be strided (qkv_row_stride)
     for name, tensor in (("positions", positions), ("slot_mapping", slot_mapping), ("cos_sin_cache", cos_sin_cache),
-                         ("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)) + (
-            (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight))
-            if num_index_heads else ()):
+                         *weights):
         expect_contiguous(tensor, name)  # read by pointer with unit stride
     # the rotated values must be fp32 (the quantizers' bit operations assume it), so the RoPE table must be: a bf16
     # table gave q and the caches wrong under check=False (q 27x off in the interpreter), an fp64 one did not compile
     expect(cos_sin_cache.dtype == torch.float32, "cos_sin_cache.dtype", "torch.float32", cos_sin_cache.dtype, TypeError)
     expect(rotary_dim % 2 == 0 and 2 <= rotary_dim <= HEAD_DIM_WIDTH, "rotary_dim", f"even in [2, {HEAD_DIM_WIDTH}]",
            rotary_dim)
-    index_dtype = IndexKDtype.parse(index_k_dtype)
-    for name, cache, width in (("k_cache", k_cache, RECORD_WIDTH), ("v_cache", v_cache, RECORD_WIDTH),
-                               ("index_k_cache", index_k_cache, index_dtype.record_bytes)):
-        if cache is not None and not (cache.dtype == torch.uint8 and cache.dim() == 3 and cache.shape[2] == width
-                                      and cache.stride(1) == width and cache.stride(2) == 1):
+    for name, cache, width in caches:
+        if cache is not None and not _records_ok(cache, width):
             fail(f"{name} layout", f"uint8 [pages, heads, {width}] records",
                  f"{cache.dtype} {list(cache.shape)} strides {tuple(cache.stride())}")
-    # ---- flatten
+
+
+@functools.lru_cache(maxsize=256)
+def _launch_decisions(cfg: WriteConfig, nq: int, nkv: int, niq: int, rotary_dim: int, mode: int, index_fp8: bool,
+                      hw_bf16: bool) -> tuple[int, dict]:
+    """(programs along the grid's second axis, the kernel's constexpr and option keywords) of a launch: a function of
+    the geometry and the config only, so made once per process for each (callers never change the dict)."""
+    rows = qkv_rows(nq, nkv, niq)
+    constexprs = dict(
+        NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, K_ROW=rows.k.start, V_ROW=rows.v.start, IQ_ROW=rows.idx_q.start,
+        IK_ROW=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode, INDEX_FP8=index_fp8,
+        TOKENS_PER_PROGRAM=cfg.tokens_per_program, HEADS_PER_PROGRAM=cfg.heads_per_program,
+        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=hw_bf16, EARLY_LOADS=cfg.early_loads,
+        num_warps=cfg.num_warps, **UNFUSED, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
+    return cfg.groups(nq, nkv, niq), constexprs
+
+
+def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                            cos_sin_cache, slot_mapping, k_cache, v_cache, index_k_cache, *, num_q_heads,
+                            num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype,
+                            index_k_dtype=IndexKDtype.MXFP4, config=None):
+    # ---- validate (kernel invariants the launch relies on; user input was checked by atom_mxfp4.ops)
     nq, nkv, niq = num_q_heads, num_kv_heads, num_index_heads
+    index_dtype = IndexKDtype.parse(index_k_dtype)
+    weights = (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)) + (
+        (("idx_q_norm_weight", idx_q_norm_weight), ("idx_k_norm_weight", idx_k_norm_weight)) if niq else ())
+    _check_launch(qkv, positions, slot_mapping, cos_sin_cache, weights,
+                  (("k_cache", k_cache, RECORD_WIDTH), ("v_cache", v_cache, RECORD_WIDTH),
+                   ("index_k_cache", index_k_cache, index_dtype.record_bytes)), rotary_dim)
+    # ---- flatten
     tokens = qkv.shape[0]
     device = qkv.device
-    mode = SCALE_MODE_IDS[ScaleMode.parse(scale_mode).value]
     # ---- allocate outputs
     q_out = torch.empty(tokens, nq, HEAD_DIM_WIDTH, dtype=q_dtype, device=device)
     iq_out = torch.empty(tokens, niq, HEAD_DIM_WIDTH, dtype=torch.bfloat16, device=device) if niq else None
     # ---- early return
     if tokens == 0:
         return q_out, iq_out
-    # ---- tuning
+    # ---- tuning (decided once per geometry and config: _launch_decisions)
     cfg = write_config(tokens) if config is None else config
+    groups, constexprs = _launch_decisions(cfg, nq, nkv, niq, rotary_dim, SCALE_MODE_IDS[ScaleMode.parse(
+        scale_mode).value], bool(niq) and index_dtype is IndexKDtype.FP8, mma_bf16())
     # ---- launch
-    rows = qkv_rows(nq, nkv, niq)
     ik = index_k_cache if niq else k_cache  # never dereferenced when niq == 0
     ik_weight = idx_k_norm_weight if niq else k_norm_weight
     iq_weight = idx_q_norm_weight if niq else q_norm_weight
-    tpp = cfg.tokens_per_program
-    launcher(_qknorm_rope_write_kernel)[(cdiv(tokens, tpp), cfg.groups(nq, nkv, niq))](
+    launcher(_qknorm_rope_write_kernel)[(cdiv(tokens, cfg.tokens_per_program), groups)](
         qkv, positions, slot_mapping, cos_sin_cache,
         q_norm_weight, k_norm_weight, iq_weight, ik_weight,
         k_cache, v_cache, ik, q_out, iq_out if niq else q_out,
-        tokens, qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps),
-        NUM_Q=nq, NUM_KV=nkv, NUM_IQ=niq, K_ROW=rows.k.start, V_ROW=rows.v.start, IQ_ROW=rows.idx_q.start,
-        IK_ROW=rows.idx_k.start, ROTARY_DIM=rotary_dim, SCALE_MODE=mode,
-        INDEX_FP8=bool(niq) and index_dtype is IndexKDtype.FP8, TOKENS_PER_PROGRAM=tpp,
-        HEADS_PER_PROGRAM=cfg.heads_per_program,
-        INDEX_HEADS_PER_PROGRAM=cfg.index_heads_per_program(niq), HW_BF16=mma_bf16(), EARLY_LOADS=cfg.early_loads,
-        num_warps=cfg.num_warps,
-        **UNFUSED, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}),
+        tokens, qkv.stride(0), k_cache.stride(0), ik.stride(0), float(eps), **constexprs,
     )
     return q_out, iq_out
