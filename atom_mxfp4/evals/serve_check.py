@@ -12,6 +12,8 @@ Scenarios (each returns a record with ``ok`` and what it saw; a failure never st
 - ``graphs``: from the server log, whether decode (and prefill) batches ran on CUDA graphs;
 - ``agreement``: greedy tokens, their logprobs and the last hidden states of fixed prompts, saved so two servers (e.g.
   ``--kv-cache-dtype mxfp4`` and ``bf16`` on the same dummy weights) can be compared (``compare``).
+Named only (not in "all"): ``speed`` (timings) and the pressure scenarios ``exhaustion``, ``aborts``, ``soak``
+(atom_mxfp4.evals.serve_pressure; ``exhaustion`` wants a small ``--max-total-tokens``).
 
 Run ``python -m atom_mxfp4.evals.serve_check run --label mxfp4 --out DIR -- <sglang serve arguments>``; compare two
 runs with ``python -m atom_mxfp4.evals.serve_check compare A.json B.json``. The server's log goes to DIR.
@@ -39,6 +41,7 @@ from pathlib import Path
 SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
 SCENARIOS = ("startup", "prefix_reuse", "chunked_prefill", "mixed", "burst", "graphs", "agreement")  # "all"
 TIMINGS = ("speed",)  # named only: timings, not checks (scripts/serve_run.sh speed)
+PRESSURE = ("exhaustion", "aborts", "soak")  # named only: atom_mxfp4.evals.serve_pressure (a small pool for the first)
 PAGE = 128
 
 
@@ -182,6 +185,13 @@ class Context:
     long_decode: int = 1024  # tokens of the decode the mixed scenario's prefills run beside
     context: int = 16384  # the model's context length (tests/sglang_env/tiny_m3.py)
     hidden: bool = False  # agreement also returns hidden states (the server needs --enable-return-hidden-states)
+    # the pressure scenarios (atom_mxfp4.evals.serve_pressure)
+    exhaustion_requests: int = 16  # long requests whose KV need is 1.5x the pool
+    exhaustion_alone: int | None = None  # how many of them are re-run alone to compare (None: all)
+    aborts: int = 24  # rounds of the abort loop (half in a chunked prefill, half in a decode)
+    soak_requests: int = 2000
+    soak_every: int = 200  # requests between the soak's checkpoints
+    soak_concurrency: int = 32
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
 
@@ -359,12 +369,19 @@ CHECKS = {"startup": s_startup, "prefix_reuse": s_prefix_reuse, "chunked_prefill
           "mixed": s_mixed, "burst": s_burst, "graphs": s_graphs, "agreement": s_agreement, "speed": s_speed}
 
 
+def _checks() -> dict:
+    """Every scenario by name: this module's and the pressure scenarios (imported here: they import this module)."""
+    from .serve_pressure import CHECKS as PRESSURE_CHECKS
+
+    return {**CHECKS, **PRESSURE_CHECKS}
+
+
 def run_scenarios(ctx: Context, names=SCENARIOS, progress=print) -> dict:
-    report = {}
+    report, checks = {}, _checks()
     for name in names:
         t0 = time.time()
         try:
-            report[name] = CHECKS[name](ctx)
+            report[name] = checks[name](ctx)
         except Exception as error:
             report[name] = {"ok": False, "error": f"{type(error).__name__}: {error}"}
         report[name]["seconds"] = round(time.time() - t0, 1)
@@ -446,17 +463,19 @@ def _run(args) -> int:
         env[key] = value
     server = Server(args.sglang_args, env, out / f"server-{args.label}.log", port=args.port)
     names = SCENARIOS if args.scenarios == "all" else tuple(args.scenarios.split(","))
-    unknown = sorted(set(names) - set(SCENARIOS + TIMINGS))
+    unknown = sorted(set(names) - set(SCENARIOS + TIMINGS + PRESSURE))
     if unknown:
-        raise SystemExit(f"serve_check: --scenarios must be 'all' or a subset of {list(SCENARIOS + TIMINGS)}, got "
-                         f"{unknown}")
+        raise SystemExit(f"serve_check: --scenarios must be 'all' or a subset of "
+                         f"{list(SCENARIOS + TIMINGS + PRESSURE)}, got {unknown}")
     report = {"label": args.label, "args": args.sglang_args, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     server.start()
     try:
         report["ready_seconds"] = round(server.wait_ready(args.start_timeout), 1)
         print(f"[serve_check] {args.label}: ready in {report['ready_seconds']} s")
         ctx = Context(server, vocab=args.vocab, chunk=args.chunk, burst=args.burst, max_prompt=args.max_prompt,
-                      hidden=args.hidden)
+                      hidden=args.hidden, exhaustion_requests=args.exhaustion_requests,
+                      exhaustion_alone=args.exhaustion_alone, aborts=args.aborts, soak_requests=args.soak,
+                      soak_every=args.soak_every, soak_concurrency=args.soak_concurrency)
         report["scenarios"] = run_scenarios(ctx, names)
     except Exception as error:
         report["error"] = f"{type(error).__name__}: {error}"
@@ -492,7 +511,8 @@ def main(argv=None) -> int:
     run.add_argument("--label", required=True, help="name of this run (file names)")
     run.add_argument("--out", required=True, help="folder for <label>.json and server-<label>.log")
     run.add_argument("--port", type=int, default=31000)
-    run.add_argument("--scenarios", default="all", help=f"'all' or a comma list of {', '.join(SCENARIOS + TIMINGS)}")
+    run.add_argument("--scenarios", default="all",
+                     help=f"'all' or a comma list of {', '.join(SCENARIOS + TIMINGS + PRESSURE)}")
     run.add_argument("--vocab", type=int, default=256, help="prompt token ids are drawn from [3, vocab)")
     run.add_argument("--chunk", type=int, help="the server's chunked prefill size (default: asked from the server)")
     run.add_argument("--hidden", action="store_true", help="agreement returns hidden states (server: "
@@ -500,6 +520,13 @@ def main(argv=None) -> int:
     run.add_argument("--burst", type=int, default=64, help="concurrent requests in the burst")
     run.add_argument("--max-prompt", type=int, default=2048, help="longest prompt of the burst")
     run.add_argument("--start-timeout", type=float, default=600, help="seconds to wait for the server")
+    run.add_argument("--exhaustion-requests", type=int, default=16, help="exhaustion: long requests, together 1.5x "
+                     "the pool's tokens")
+    run.add_argument("--exhaustion-alone", type=int, help="exhaustion: how many are re-run alone (default all)")
+    run.add_argument("--aborts", type=int, default=24, help="aborts: rounds of the abort loop")
+    run.add_argument("--soak", type=int, default=2000, help="soak: requests in all")
+    run.add_argument("--soak-every", type=int, default=200, help="soak: requests between checkpoints")
+    run.add_argument("--soak-concurrency", type=int, default=32, help="soak: requests at a time")
     run.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                      help="set in the server's environment only (e.g. PYTHONPATH of another build of the package)")
     run.add_argument("sglang_args", nargs=argparse.REMAINDER, help="after --: arguments of sglang serve")
