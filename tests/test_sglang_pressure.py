@@ -17,8 +17,10 @@ from sglang_env import server_env, tiny_m3
 
 from atom_mxfp4.evals.serve_check import Context, Server, run_scenarios
 from atom_mxfp4.evals.serve_pressure import first_difference
+from atom_mxfp4.evals.serving import run_client
 
 CHUNK = 256
+srv_model = [None]  # the checkpoint folder the module's server serves (the client reads its tokenizer)
 POOL = 2048  # tokens: 8 requests of 384 tokens each (48 prompt + 336 output) need 1.5x this
 
 
@@ -32,6 +34,7 @@ def server(tmp_path_factory):
     # out (seen here: 4 of 8 admitted, no retraction), so its own test switch retracts running decodes
     env.update(SGLANG_TEST_RETRACT="1", SGLANG_TEST_RETRACT_INTERVAL="40")
     model = tiny_m3.write(root / "tiny_m3")
+    srv_model[0] = model
     args = ["--model-path", model, "--load-format", "dummy", "--device", "cpu", "--kv-cache-dtype", "mxfp4",
             "--max-total-tokens", str(POOL), "--chunked-prefill-size", str(CHUNK)]
     srv = Server(args, env, root / "server.log", port=int(os.environ.get("ATOM_TEST_PRESSURE_PORT", "31741")))
@@ -65,3 +68,15 @@ def test_first_difference_names_a_near_tie_and_nothing_else():
     assert not first_difference([6, 7, 9], alone([5, 7, 9], tops))["near_tie"]  # 1.9 nats apart: not rounding
     assert not first_difference([5, 7, 4], alone([5, 7, 9], tops))["near_tie"]  # not among the candidates
     assert first_difference([5, 7], alone([5, 7, 9], tops))["at"] == 2  # a shorter output is a difference
+
+
+def test_sglangs_own_benchmark_client_drives_the_server(server, tmp_path):
+    """atom_mxfp4.evals.serving's client run (python -m sglang.benchmark.serving, token-id prompts of exact length)
+    against the real server: every request completes and the metrics are read back (the GPU runs the whole grid:
+    scripts/serve_run.sh bench)."""
+    record = run_client(server, srv_model[0], input_len=64, concurrency=2, prompts=4, work=tmp_path, timeout=300,
+                        output_len=16)
+    assert "error" not in record, record
+    assert record["completed"] == 4 and record["total_output_tokens"] == 4 * 16
+    assert record["output_throughput"] > 0 and record["mean_ttft_ms"] > 0 and record["p99_itl_ms"] > 0
+    assert 1 <= record["max_running"] <= 2

@@ -69,12 +69,14 @@ def write(path, serve: bool = True, **changes) -> str:
     """Write config.json (and the tokenizer files when ``serve``) into ``path``; return it as a str."""
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps(config(serve, **changes), indent=1))
+    cfg = config(serve, **changes)
+    (root / "config.json").write_text(json.dumps(cfg, indent=1))
     if serve:
         (root / "tokenizer.json").write_text(json.dumps(_byte_level_tokenizer()))
         (root / "tokenizer_config.json").write_text(json.dumps({
             "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": SPECIAL_TOKENS[0],
-            "eos_token": SPECIAL_TOKENS[1], "pad_token": SPECIAL_TOKENS[2], "model_max_length": 16384,
+            "eos_token": SPECIAL_TOKENS[1], "pad_token": SPECIAL_TOKENS[2],
+            "model_max_length": cfg["max_position_embeddings"],
             "add_bos_token": False, "clean_up_tokenization_spaces": False}))
     return str(root)
 
@@ -82,17 +84,29 @@ def write(path, serve: bool = True, **changes) -> str:
 TP_CHANGES = {  # heads that split over TP2 / TP4 as the real M3's do: 4 KV heads -> 1 per rank at TP4, GQA 4
     "num_attention_heads": 16, "num_key_value_heads": 4, "sparse_num_index_heads": 4}
 
+RANK_LAYERS = 8
+RANK_CHANGES = {  # one TP4 rank of the real MiniMax-M3 served on one GPU (issue 40's serving benchmark): its attention
+    # geometry (16 q heads, 1 KV head, 1 index head, top-16 of 128-token blocks, GQA 16), 2 dense + 6 sparse layers,
+    # a hidden size that keeps dummy weights small, and a context for 32K prompts + 256 output tokens
+    "num_attention_heads": 16, "num_key_value_heads": 1, "sparse_num_index_heads": 1, "sparse_topk_blocks": 16,
+    "hidden_size": 1024, "intermediate_size": 1024, "dense_intermediate_size": 1024,
+    "num_hidden_layers": RANK_LAYERS, "sparse_attention_freq": [0, 0] + [1] * (RANK_LAYERS - 2),
+    "sparse_disable_index_value": [0, 0] + [1] * (RANK_LAYERS - 2), "moe_layer_freq": [0] * RANK_LAYERS,
+    "max_position_embeddings": 40960}
+
 
 if __name__ == "__main__":
     import argparse
-    # tiny_m3.py DIR [--tp] [--topk N]: --tp writes the variant whose heads split over TP2 / TP4 (TP_CHANGES); --topk
+    # tiny_m3.py DIR [--tp | --rank] [--topk N]: --tp writes the variant whose heads split over TP2 / TP4 (TP_CHANGES),
+    # --rank one TP4 rank of the real M3 on one GPU (RANK_CHANGES); --topk
     # the sparse layers' top-k blocks (2 here; the real M3's 16 puts a batch-1 decode on 16 one-page splits)
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
     parser.add_argument("--tp", action="store_true")
+    parser.add_argument("--rank", action="store_true", help="one TP4 rank of the real M3 (RANK_CHANGES)")
     parser.add_argument("--topk", type=int, default=None)
     args = parser.parse_args()
-    changes = dict(TP_CHANGES) if args.tp else {}
+    changes = dict(TP_CHANGES) if args.tp else dict(RANK_CHANGES) if args.rank else {}
     if args.topk is not None:
         changes["sparse_topk_blocks"] = args.topk
     print(write(args.dir, **changes))

@@ -1,0 +1,60 @@
+"""The serving benchmark's report (atom_mxfp4.evals.serving) from results of three servers: tables with the ratios,
+the pools, the capacity-bound run, ledger rows that the ledger accepts; the client's command line."""
+
+from __future__ import annotations
+
+from atom_mxfp4.evals import ledger
+from atom_mxfp4.evals.serving import capacity_tokens, client_command, ledger_rows, report_tables
+
+
+def _run(kv, input_len, concurrency, tps, running, waiting=0, mode="grid", **extra):
+    return {"mode": mode, "kv": kv, "input_len": input_len, "output_len": 256, "concurrency": concurrency,
+            "prompts": max(2 * concurrency, 8), "output_throughput": tps, "mean_ttft_ms": 10.0, "p99_ttft_ms": 20.0,
+            "mean_itl_ms": 1.5, "p99_itl_ms": 3.0, "completed": max(2 * concurrency, 8), "max_running": running,
+            "max_waiting": waiting, **extra}
+
+
+RESULTS = [
+    {"mode": "server", "kv": "bf16", "pool_tokens": 330_000, "bytes_per_token": 5632.0},
+    {"mode": "server", "kv": "fp8_e4m3", "pool_tokens": 660_000, "bytes_per_token": 2816.0},
+    {"mode": "server", "kv": "mxfp4", "pool_tokens": 990_000, "bytes_per_token": 1880.0},
+    _run("bf16", 32768, 64, 1000.0, 10, 54), _run("fp8_e4m3", 32768, 64, 1500.0, 20, 44),
+    _run("mxfp4", 32768, 64, 3000.0, 30, 34),
+    _run("bf16", 2048, 8, 800.0, 8), _run("mxfp4", 2048, 8, 840.0, 8),
+    _run("mxfp4", 32768, 256, 0.0, 0, error="client exit 1: boom"),
+    _run("bf16", 32768, 32, 900.0, 8, 24, mode="capacity", budget_gib=2.3, max_total_tokens=270_336, fits_at_once=8),
+    _run("mxfp4", 32768, 32, 2700.0, 24, 8, mode="capacity", budget_gib=2.3, max_total_tokens=810_880,
+         fits_at_once=24),
+]
+
+
+def test_the_report_puts_the_three_servers_side_by_side():
+    text = report_tables(RESULTS)
+    assert "| 64 | 1,000.0 | 1,500.0 | 3,000.0 | 3.00x | 2.00x |" in text  # mxfp4 / bf16, mxfp4 / fp8
+    assert "| 8 | 800.0 | - | 840.0 | 1.05x | - |" in text  # no fp8 run at 2K: no number, no ratio made up
+    assert "| mxfp4 | 990,000 | 1,880.0 | 29 | 30 |" in text  # 990,000 // (32768 + 256) fit; 30 ran at once
+    assert "| mxfp4 | 810,880 | 24 | 24 (8) | 2,700.0 | 10.0 | 3.00x |" in text
+    assert "1 run(s) failed: mxfp4 32768x256: client exit 1: boom" in text
+
+
+def test_ledger_rows_are_rows_the_ledger_takes_and_skip_failed_runs():
+    rows = ledger_rows(RESULTS, "2026-12-06", "abc1234", "NVIDIA H100", "python -m atom_mxfp4.evals.serving grid")
+    assert rows and all(ledger.validate(row) for row in rows)
+    assert not any("concurrency=256" in row["shape"] for row in rows)
+    tps = [r for r in rows if r["metric"] == "output_throughput" and r["op"] == "serve capacity"]
+    assert {r["backend"]: r["value"] for r in tps} == {"sglang bf16": 900.0, "sglang mxfp4": 2700.0}
+
+
+def test_capacity_tokens_are_whole_pages_of_the_budget():
+    budget, per_token = 10 * 2**20, 1880.0
+    tokens = capacity_tokens(budget, per_token)
+    assert tokens % 128 == 0 and tokens * per_token <= budget < (tokens + 128) * per_token
+
+
+def test_the_client_sends_exact_length_token_prompts_all_at_once():
+    cmd = client_command("http://127.0.0.1:9", "/m", 8192, 256, 64, 128, "/tmp/o.jsonl")
+    joined = " ".join(cmd)
+    for part in ("-m sglang.benchmark.serving", "--backend sglang", "--dataset-name random-ids", "--tokenize-prompt",
+                 "--random-input-len 8192", "--random-output-len 256", "--random-range-ratio 1.0",
+                 "--num-prompts 128", "--max-concurrency 64", "--request-rate inf", "--tokenizer /m"):
+        assert part in joined, part
