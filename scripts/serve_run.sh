@@ -18,6 +18,9 @@
 # tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
 # speed: issue 39: decode tokens/s (8 / 64 at once) and TTFT (2K / 8K) with CUDA graphs on and off (--disable-cuda-graph),
 #        and a baseline tree's eager server when .base/ is carried (BASE_COMMIT names it): $RES/speed.md.
+# bench: issue 40: SGLang's own benchmark client against bf16 / fp8 / mxfp4 servers (atom_mxfp4/evals/serving.py):
+#        $RES/serving.md, serving.png, ledger_rows.csv, results.jsonl (BENCH_* variables split the grid over calls).
+# pressure: issue 40: KV exhaustion with retraction, aborts in chunked prefill and decode, a 2,000-request soak.
 # eval:  atom-mxfp4 eval gsm8k --limit 50 through lm-eval against the mxfp4 server (GSM8K_BASELINE=1: A/B against a
 #        bf16 server, McNemar on the per-question outcomes).
 # Results: $OUT/serve/*.json, *.md, server logs, packed in $OUT/serve_<mode>.tar.gz (+ the summary .md files).
@@ -163,6 +166,44 @@ if graphs and eager:
 (res / "speed.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
+elif [ "$MODE" = bench ]; then
+  # issue 40: SGLang's own client (atom_mxfp4/evals/serving.py) against bf16 / fp8 / mxfp4 servers of one TP4 rank of
+  # the real M3 (tests/sglang_env/tiny_m3.py --rank), the same --mem-fraction-static; then the capacity-bound run (the
+  # same KV bytes for each). Results accumulate in $BENCH_DIR while the machine stays warm, so the grid may be split
+  # over calls (BENCH_KV, BENCH_INPUTS, BENCH_CONCURRENCY, BENCH_CAPACITY=0/1); each call writes the report so far.
+  MODEL_RANK=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3_rank --rank)
+  BENCH_DIR=${BENCH_DIR:-/tmp/serving_bench}
+  SERVING="python3 -m atom_mxfp4.evals.serving"
+  SERVER_ARGS="--load-format dummy --random-seed 0 --mem-fraction-static ${BENCH_MEM:-0.5}"
+  if [ -n "${BENCH_INPUTS:-2048,8192,32768}" ] && [ "${BENCH_GRID:-1}" = 1 ]; then
+    timeout ${T_BENCH:-540} $SERVING grid --model "$MODEL_RANK" --out "$BENCH_DIR" --kv "${BENCH_KV:-bf16,fp8_e4m3,mxfp4}" \
+      --inputs "${BENCH_INPUTS:-2048,8192,32768}" --concurrency "${BENCH_CONCURRENCY:-1,8,64,256}" -- $SERVER_ARGS \
+      || STATUS=1
+  fi
+  if [ "${BENCH_CAPACITY:-0}" = 1 ]; then
+    timeout ${T_CAPACITY:-540} $SERVING capacity --model "$MODEL_RANK" --out "$BENCH_DIR" \
+      --kv "${BENCH_KV:-bf16,fp8_e4m3,mxfp4}" --capacity-input "${CAPACITY_INPUT:-32768}" \
+      --bf16-fits "${CAPACITY_BF16_FITS:-8}" -- $SERVER_ARGS || STATUS=1
+  fi
+  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  $SERVING report --out "$BENCH_DIR" --commit "$COMMIT" --gpu "$GPU" \
+    --command "bash scripts/serve_run.sh bench (atom_mxfp4.evals.serving)" || STATUS=1
+  cp "$BENCH_DIR"/serving.md "$BENCH_DIR"/serving.png "$BENCH_DIR"/ledger_rows.csv "$BENCH_DIR"/results.jsonl "$RES"/ \
+    2>/dev/null
+elif [ "$MODE" = pressure ]; then
+  # issue 40: the server under pressure (atom_mxfp4/evals/serve_pressure.py), SGLang's defaults otherwise.
+  # (1) exhaustion on a small pool: first as it comes (reported: SGLang may queue rather than run out), then with
+  #     SGLang's retraction switch (asserted); (2) aborts and the soak on a default server (CUDA graphs on)
+  timeout ${T_EXHAUST:-200} $CHECK --label exhaustion-natural --scenarios startup,exhaustion \
+    --exhaustion-requests 16 --exhaustion-alone 0 -- $COMMON --kv-cache-dtype mxfp4 --max-total-tokens 16384 \
+    || echo "== exhaustion without the retraction switch: no retraction (reported, not asserted)"
+  timeout ${T_EXHAUST:-300} $CHECK --label exhaustion --scenarios startup,exhaustion --exhaustion-requests 16 \
+    --exhaustion-alone ${EXHAUSTION_ALONE:-8} --server-env SGLANG_TEST_RETRACT=1 \
+    --server-env SGLANG_TEST_RETRACT_INTERVAL=${RETRACT_INTERVAL:-100} \
+    -- $COMMON --kv-cache-dtype mxfp4 --max-total-tokens 16384 || STATUS=1
+  timeout ${T_SOAK:-420} $CHECK --label pressure --scenarios startup,aborts,soak --aborts ${ABORTS:-24} \
+    --soak ${SOAK:-2000} --soak-every 200 --soak-concurrency 32 --max-prompt 2048 \
+    -- $COMMON --kv-cache-dtype mxfp4 || STATUS=1
 elif [ "$MODE" = eval ]; then
   DATA="$ROOT/.data/gsm8k"
   if [ ! -f "$DATA/test.jsonl" ] && [ -f "$ROOT/.whl/gsm8k/gsm8k.tar.xz" ]; then
@@ -194,7 +235,7 @@ elif [ "$MODE" = eval ]; then
   for f in "$RES"/pid-*; do kill -TERM -- -"$(cat "$f")" 2>/dev/null; done
   sleep 3
 else
-  echo "usage: OUT=... bash scripts/serve_run.sh serve|eval|tp"; exit 2
+  echo "usage: OUT=... bash scripts/serve_run.sh serve|speed|bench|pressure|eval|tp"; exit 2
 fi
 
 cp "$RES"/*.md "$OUT"/ 2>/dev/null
