@@ -73,9 +73,11 @@ def _case(backend: str, batch: int, context: int, device: torch.device):
     return sparse, caches, meta, weights, layers, qkv
 
 
-def _calls(backend: str, batch: int, context: int, device: torch.device) -> dict:
-    """op name -> (call(check) -> None); every argument made once, outside the timed calls."""
+def _calls(backend: str, batch: int, context: int, device: torch.device, setup_backend: str | None = None) -> dict:
+    """op name -> (call(check) -> None); every argument made once, outside the timed calls (the top-k ids and tables
+    the later ops read by ``setup_backend``: None = ``backend``; "torch" where launches are only recorded)."""
     cfg, caches, meta, w, layers, qkv = _case(backend, batch, context, device)
+    made_by = setup_backend or backend
     c = caches[True]
     cos_sin = layers[True].cos_sin_cache(device)
     positions32 = meta.positions.to(torch.int32)
@@ -84,9 +86,9 @@ def _calls(backend: str, batch: int, context: int, device: torch.device) -> dict
     out = torch.empty_like(q)
     idx_q = torch.randn(batch, 1, 128, device=device).to(torch.bfloat16)
     topk = ops.index_topk(idx_q, c.index_k, meta.block_table, meta.token_request, positions32, topk=cfg.topk,
-                          backend=backend)
+                          backend=made_by)
     tables, lens = ops.build_sparse_tables(topk, meta.block_table, meta.token_request, positions32, num_kv_heads=1,
-                                           backend=backend)
+                                           backend=made_by)
     scale = cfg.softmax_scale
     return {
         "write": lambda check: ops.fused_qknorm_rope_write(
@@ -111,19 +113,25 @@ def _calls(backend: str, batch: int, context: int, device: torch.device) -> dict
     }
 
 
-def host_us(call, calls: int) -> float:
-    """CPU microseconds to issue one call: ``calls`` calls, then one sync; the median of 5 loops."""
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def host_us(call, calls: int, best: bool = False) -> float:
+    """CPU microseconds to issue one call: ``calls`` calls, then one sync; the median of 5 loops (``best``: the
+    fastest of 40, for the CPU runs with launches recorded, where a shared machine's noise only ever slows a loop)."""
     for _ in range(3):
         call()
-    torch.cuda.synchronize()
+    _sync()
     loops = []
-    for _ in range(5):
+    for _ in range(40 if best else 5):
         start = time.perf_counter()
         for _ in range(calls):
             call()
         loops.append((time.perf_counter() - start) / calls * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(loops)
+        _sync()
+    return min(loops) if best else statistics.median(loops)
 
 
 def syncs(call) -> str | None:
@@ -147,29 +155,32 @@ def profile(call, calls: int, path: Path) -> None:
     import pstats
 
     call(False)
-    torch.cuda.synchronize()
+    _sync()
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):
         call(False)
     profiler.disable()
-    torch.cuda.synchronize()
+    _sync()
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
     path.write_text(text.getvalue())
 
 
 def measure(backend: str, batch: int, context: int, calls: int, device: torch.device,
-            profile_dir: Path | None = None) -> list[dict]:
+            profile_dir: Path | None = None, recorded: bool = False) -> list[dict]:
+    """Host time (and, on a GPU, graph-replay time and the sync check) of each op and step. ``recorded``: on the CPU
+    inside ``atom_mxfp4.launch.recording()``: the host path up to its launches, none compiled or run."""
     rows = []
-    for op, call in _calls(backend, batch, context, device).items():
+    for op, call in _calls(backend, batch, context, device, "torch" if recorded else None).items():
         if profile_dir is not None and op in ("step_sparse", "pa_decode", "write"):
             profile(call, calls, profile_dir / f"profile_{backend}_{batch}_{op}.txt")
         row = {"backend": backend, "batch": batch, "context": context, "op": op}
         for check in (False, True):
-            row[f"host_us_check_{check}"] = round(host_us(lambda: call(check), calls), 2)
-        row["gpu_us"] = round(graph_time_ms([lambda: call(False)], reps=20) * 1e3, 2)
-        if op.startswith("step"):
+            call(True)  # the batch's values checked once, as by the first layer of a step
+            row[f"host_us_check_{check}"] = round(host_us(lambda: call(check), calls, best=recorded), 2)
+        row["gpu_us"] = None if recorded else round(graph_time_ms([lambda: call(False)], reps=20) * 1e3, 2)
+        if op.startswith("step") and not recorded:
             call(True)  # the batch's metadata checked once (what the first layer of a step does)
             row["sync_check_False"] = syncs(lambda: call(False))
             row["sync_check_True"] = syncs(lambda: call(True))
@@ -214,6 +225,8 @@ def ledger_rows(report: dict, base: dict | None) -> list[dict]:
         o = old.get((r["backend"], r["batch"], r["op"]))
         for metric, value in (("host_us_check_false", r["host_us_check_False"]),
                               ("host_us_check_true", r["host_us_check_True"]), ("gpu_us_graph", r["gpu_us"])):
+            if value is None:  # no GPU time where the launches were only recorded
+                continue
             peer = f"{base['label']} {base.get('commit', '')}".strip() if o and metric.startswith("host") else ""
             peer_value = (o["host_us_check_False"] if metric.endswith("false") else o["host_us_check_True"]) \
                 if peer else ""
@@ -238,7 +251,7 @@ def plot(rows: list[dict], base: dict | None, path: Path) -> None:
         mine = [r for r in rows if (r["backend"], r["batch"]) == (backend, batch)]
         x = range(len(mine))
         series = [("check=False", [r["host_us_check_False"] for r in mine]),
-                  ("check=True", [r["host_us_check_True"] for r in mine]), ("GPU (graph)", [r["gpu_us"] for r in mine])]
+                  ("check=True", [r["host_us_check_True"] for r in mine]), ("GPU (graph)", [r["gpu_us"] or 0 for r in mine])]
         if base:
             series.insert(0, (f"{base['label']} check=False",
                               [old.get((backend, batch, r["op"]), {}).get("host_us_check_False", 0) for r in mine]))
@@ -266,7 +279,11 @@ def main(argv=None) -> int:
     parser.add_argument("--compare", type=Path, help="a baseline's <label>.json (same script, earlier commit)")
     parser.add_argument("--profile", type=Path, help="a folder: cProfile of the step, pa_decode and the write at the "
                         "largest batch of each backend (profile_<backend>_<batch>_<op>.txt)")
+    parser.add_argument("--recorded", action="store_true", help="no GPU: the host path on the CPU up to its "
+                        "launches, recorded, none compiled or run (atom_mxfp4.launch.recording); the best of 40 loops")
     args = parser.parse_args(argv)
+    if args.recorded:
+        return _recorded(args, argv)
     device = torch.device("cuda", torch.cuda.current_device())
     here = set(available_backends(device))
     report = {"label": args.label, "commit": args.commit, "gpu": torch.cuda.get_device_name(device),
@@ -279,6 +296,32 @@ def main(argv=None) -> int:
         for batch in (int(b) for b in args.batches.split(",")):
             report["rows"] += measure(backend, batch, args.context, args.calls, device,
                                       args.profile if batch == max(int(b) for b in args.batches.split(",")) else None)
+    return _write(args, report)
+
+
+def _recorded(args, argv) -> int:
+    """``--recorded``: the Hopper and Triton host paths on the CPU, every launch recorded (as tests/test_host_path.py
+    runs them: the backends made resolvable without their GPU)."""
+    from atom_mxfp4 import backends, launch
+    from atom_mxfp4.kernels.hopper import HopperBackend
+    from atom_mxfp4.kernels.triton import TritonBackend
+
+    for backend in (HopperBackend, TritonBackend):
+        backend.unavailable = classmethod(lambda cls, device: None)
+    backends._resolve.cache_clear()
+    report = {"label": args.label, "commit": args.commit, "gpu": "cpu (launches recorded)",
+              "date": time.strftime("%Y-%m-%d"), "command": "python3 atom_mxfp4/evals/bench/host_overhead.py " +
+              " ".join(argv if argv is not None else sys.argv[1:]), "rows": []}
+    with launch.recording() as launches:
+        for backend in args.backends.split(","):
+            for batch in (int(b) for b in args.batches.split(",")):
+                report["rows"] += measure(backend, batch, args.context, args.calls, torch.device("cpu"),
+                                          recorded=True)
+                launches.clear()
+    return _write(args, report)
+
+
+def _write(args, report: dict) -> int:
     base = json.loads(args.compare.read_text()) if args.compare else None
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.label}.json").write_text(json.dumps(report, indent=1))
