@@ -230,7 +230,8 @@ def ledger_rows(report: dict, base: dict | None) -> list[dict]:
             peer = f"{base['label']} {base.get('commit', '')}".strip() if o and metric.startswith("host") else ""
             peer_value = (o["host_us_check_False"] if metric.endswith("false") else o["host_us_check_True"]) \
                 if peer else ""
-            out.append({"date": report["date"], "commit": report["commit"], "gpu": report["gpu"], "op": r["op"],
+            out.append({"date": report["date"], "commit": report["commit"], "gpu": report["gpu"],
+                        "op": f"host overhead: {r['op']}",
                         "shape": shape, "backend": r["backend"], "metric": metric, "value": value, "unit": "us",
                         "peer": peer, "peer_value": peer_value, "command": report["command"], "note": ""})
     return out
@@ -251,7 +252,8 @@ def plot(rows: list[dict], base: dict | None, path: Path) -> None:
         mine = [r for r in rows if (r["backend"], r["batch"]) == (backend, batch)]
         x = range(len(mine))
         series = [("check=False", [r["host_us_check_False"] for r in mine]),
-                  ("check=True", [r["host_us_check_True"] for r in mine]), ("GPU (graph)", [r["gpu_us"] or 0 for r in mine])]
+                  ("check=True", [r["host_us_check_True"] for r in mine]),
+                  ("GPU (graph)", [r["gpu_us"] or 0 for r in mine])]
         if base:
             series.insert(0, (f"{base['label']} check=False",
                               [old.get((backend, batch, r["op"]), {}).get("host_us_check_False", 0) for r in mine]))
