@@ -13,37 +13,27 @@ import pytest
 if importlib.util.find_spec("sglang") is None or importlib.util.find_spec("uvicorn") is None:
     pytest.skip("SGLang's server is not installed (scripts/install.d/30-sglang.sh installs it)",
                 allow_module_level=True)
-from sglang_env import server_env, tiny_m3
+from sglang_env import cpu_server, tiny_m3
 
-from atom_mxfp4.evals.serve_check import Context, Server, run_scenarios
+from atom_mxfp4.evals.serve_check import Context, run_scenarios
 from atom_mxfp4.evals.serve_pressure import first_difference
 from atom_mxfp4.evals.serving import run_client
 
 CHUNK = 256
-srv_model = [None]  # the checkpoint folder the module's server serves (the client reads its tokenizer)
 POOL = 2048  # tokens: 8 requests of 384 tokens each (48 prompt + 336 output) need 1.5x this
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("pressure")
-    env = server_env("cpu")
-    env["ATOM_MXFP4_BACKEND"] = "torch"
-    env.pop("TRITON_INTERPRET", None)
+    model = tiny_m3.write(root / "tiny_m3")
     # SGLang admits a request only with its whole max_new_tokens free: the burst queues rather than running the pool
     # out (seen here: 4 of 8 admitted, no retraction), so its own test switch retracts running decodes
-    env.update(SGLANG_TEST_RETRACT="1", SGLANG_TEST_RETRACT_INTERVAL="40")
-    model = tiny_m3.write(root / "tiny_m3")
-    srv_model[0] = model
-    args = ["--model-path", model, "--load-format", "dummy", "--device", "cpu", "--kv-cache-dtype", "mxfp4",
-            "--max-total-tokens", str(POOL), "--chunked-prefill-size", str(CHUNK)]
-    srv = Server(args, env, root / "server.log", port=int(os.environ.get("ATOM_TEST_PRESSURE_PORT", "31741")))
-    srv.start()
-    try:
-        srv.wait_ready(timeout=420)
+    with cpu_server(root, model, ["--kv-cache-dtype", "mxfp4", "--max-total-tokens", str(POOL),
+                                  "--chunked-prefill-size", str(CHUNK)],
+                    int(os.environ.get("ATOM_TEST_PRESSURE_PORT", "31741")),
+                    env={"SGLANG_TEST_RETRACT": "1", "SGLANG_TEST_RETRACT_INTERVAL": "40"}) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_the_server_under_pressure(server):
@@ -74,7 +64,8 @@ def test_sglangs_own_benchmark_client_drives_the_server(server, tmp_path):
     """atom_mxfp4.evals.serving's client run (python -m sglang.benchmark.serving, token-id prompts of exact length)
     against the real server: every request completes and the metrics are read back (the GPU runs the whole grid:
     scripts/serve_run.sh bench)."""
-    record = run_client(server, srv_model[0], input_len=64, concurrency=2, prompts=4, work=tmp_path, timeout=300,
+    model = server.args[server.args.index("--model-path") + 1]  # the client reads its tokenizer
+    record = run_client(server, model, input_len=64, concurrency=2, prompts=4, work=tmp_path, timeout=300,
                         output_len=16)
     assert "error" not in record, record
     assert record["completed"] == 4 and record["total_output_tokens"] == 4 * 16

@@ -21,9 +21,9 @@ import pytest
 if importlib.util.find_spec("sglang") is None or importlib.util.find_spec("uvicorn") is None:
     pytest.skip("SGLang's server is not installed (scripts/install.d/30-sglang.sh installs it)",
                 allow_module_level=True)
-from sglang_env import server_env, tiny_m3
+from sglang_env import cpu_server, tiny_m3
 
-from atom_mxfp4.evals.serve_check import Context, Server, run_scenarios
+from atom_mxfp4.evals.serve_check import Context, run_scenarios
 from atom_mxfp4.model_patches.sglang.checkpoint_edit import enable_kv
 
 CHUNK = 256
@@ -32,20 +32,11 @@ CHUNK = 256
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve")
-    env = server_env("cpu")
-    env["ATOM_MXFP4_BACKEND"] = "torch"
-    env.pop("TRITON_INTERPRET", None)
     model = tiny_m3.write(root / "tiny_m3")
     enable_kv(model)  # hf_quant_config.json: kv_cache_quant_algo MXFP4; no --kv-cache-dtype below
-    args = ["--model-path", model, "--load-format", "dummy", "--device", "cpu",
-            "--max-total-tokens", "32768", "--chunked-prefill-size", str(CHUNK)]
-    srv = Server(args, env, root / "server.log", port=int(os.environ.get("ATOM_TEST_SERVE_PORT", "31731")))
-    srv.start()
-    try:
-        srv.wait_ready(timeout=420)
+    with cpu_server(root, model, ["--max-total-tokens", "32768", "--chunked-prefill-size", str(CHUNK)],
+                    int(os.environ.get("ATOM_TEST_SERVE_PORT", "31731"))) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_real_server_default_settings(server):

@@ -22,179 +22,27 @@ runs with ``python -m atom_mxfp4.evals.serve_check compare A.json B.json``. The 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
-SGLANG = [sys.executable, "-c", "import sys; from sglang.cli.main import main; sys.argv[0] = 'sglang'; main()"]
+from .serve_client import PAGE, Context, Server, call, generate, load, prompt, stream, wait_idle
+from .serve_pressure import CHECKS as PRESSURE_CHECKS
+
 SCENARIOS = ("startup", "prefix_reuse", "chunked_prefill", "mixed", "burst", "graphs", "agreement")  # "all"
 TIMINGS = ("speed",)  # named only: timings, not checks (scripts/serve_run.sh speed)
-PRESSURE = ("exhaustion", "aborts", "soak")  # named only: atom_mxfp4.evals.serve_pressure (a small pool for the first)
-PAGE = 128
-
-
-# ---------------------------------------------------------------------------------------------------- the server
-@dataclass
-class Server:
-    """One ``sglang serve`` process (its own process group, so stopping it stops its scheduler too)."""
-
-    args: list[str]
-    env: dict
-    log_path: Path
-    host: str = "127.0.0.1"
-    port: int = 31000
-    proc: subprocess.Popen | None = None
-    started: float = 0.0
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def start(self) -> "Server":
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = SGLANG + ["serve"] + self.args + ["--host", self.host, "--port", str(self.port)]
-        self.log_path.write_text("$ " + " ".join(argv) + "\n")
-        log = open(self.log_path, "a")
-        self.proc = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        self.started = time.time()
-        return self
-
-    def wait_ready(self, timeout: float) -> float:
-        """Seconds until ``/model_info`` answers and SGLang's warm-up request is done; raises with the log tail."""
-        deadline = self.started + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode} during start-up:\n{self.log_tail()}")
-            if "The server is fired up and ready to roll!" in self.log():
-                return time.time() - self.started
-            time.sleep(1.0)
-        raise TimeoutError(f"server not ready after {timeout:.0f} s:\n{self.log_tail()}")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def log_tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log().splitlines()[-lines:])
-
-    def stop(self) -> None:
-        if not self.alive():
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
-
-
-# ---------------------------------------------------------------------------------------------------- HTTP
-def call(url: str, path: str, payload: dict | None = None, timeout: float = 600) -> dict:
-    data = None if payload is None else json.dumps(payload).encode()
-    request = urllib.request.Request(url + path, data, {"Content-Type": "application/json"},
-                                     method="GET" if payload is None else "POST")
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        body = response.read()
-    try:
-        return json.loads(body) if body.strip() else {}
-    except json.JSONDecodeError:  # some endpoints (/flush_cache) answer in plain text
-        return {"text": body.decode(errors="replace").strip()}
-
-
-def generate(url: str, ids: list[int], max_new_tokens: int, logprobs: bool = False, hidden: bool = False) -> dict:
-    payload = {"input_ids": ids, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0.0,
-                                                     "ignore_eos": True}}
-    if logprobs:
-        payload.update(return_logprob=True, top_logprobs_num=5)
-    if hidden:
-        payload["return_hidden_states"] = True
-    return call(url, "/generate", payload)
-
-
-def stream(url: str, ids: list[int], max_new_tokens: int, cancel_after: int | None = None, on_chunk=None) -> dict:
-    """Stream one request; ``cancel_after`` chunks, close the connection (SGLang aborts the request)."""
-    host, port = url.split("//")[1].split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=600)
-    body = json.dumps({"input_ids": ids, "stream": True, "sampling_params": {
-        "max_new_tokens": max_new_tokens, "temperature": 0.0, "ignore_eos": True}})
-    connection.request("POST", "/generate", body, {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    chunks, finished, last = 0, False, None
-    try:
-        for line in response:
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue
-            if line == b"data: [DONE]":
-                finished = True
-                break
-            last = json.loads(line[5:])
-            chunks += 1
-            if on_chunk is not None:
-                on_chunk()
-            if cancel_after is not None and chunks >= cancel_after:
-                break
-    finally:
-        connection.close()
-    tokens = (last or {}).get("meta_info", {}).get("completion_tokens", 0)
-    return {"status": response.status, "chunks": chunks, "finished": finished, "tokens": tokens,
-            "cancelled": cancel_after is not None and not finished}
-
-
-def load(url: str) -> dict:
-    return call(url, "/v1/loads?include=core,memory")["loads"][0]
-
-
-def wait_idle(url: str, timeout: float = 120) -> dict:
-    deadline = time.time() + timeout
-    state = load(url)
-    while time.time() < deadline and (state["num_running_reqs"] or state["num_waiting_reqs"]):
-        time.sleep(0.5)
-        state = load(url)
-    return state
-
-
-def prompt(rng: random.Random, length: int, vocab: int) -> list[int]:
-    return [rng.randrange(3, vocab) for _ in range(length)]
+PRESSURE = tuple(PRESSURE_CHECKS)  # named only: exhaustion, aborts, soak (a small pool for the first)
 
 
 # ---------------------------------------------------------------------------------------------------- scenarios
-@dataclass
-class Context:
-    server: Server
-    vocab: int = 256
-    chunk: int | None = None  # the server's chunked prefill size (None: read from /get_server_info)
-    burst: int = 64
-    max_prompt: int = 2048
-    agreement_prompts: int = 8
-    long_decode: int = 1024  # tokens of the decode the mixed scenario's prefills run beside
-    context: int = 16384  # the model's context length (tests/sglang_env/tiny_m3.py)
-    hidden: bool = False  # agreement also returns hidden states (the server needs --enable-return-hidden-states)
-    # the pressure scenarios (atom_mxfp4.evals.serve_pressure)
-    exhaustion_requests: int = 16  # long requests whose KV need is 1.5x the pool
-    exhaustion_alone: int | None = None  # how many of them are re-run alone to compare (None: all)
-    aborts: int = 24  # rounds of the abort loop (half in a chunked prefill, half in a decode)
-    soak_requests: int = 2000
-    soak_every: int = 200  # requests between the soak's checkpoints
-    soak_concurrency: int = 32
-    rng: random.Random = field(default_factory=lambda: random.Random(0))
-
-
 def s_startup(ctx: Context) -> dict:
     state = load(ctx.server.url)
     tokens, gib = state["max_total_num_tokens"], state["memory"]["kv_cache_gb"]
@@ -369,15 +217,8 @@ CHECKS = {"startup": s_startup, "prefix_reuse": s_prefix_reuse, "chunked_prefill
           "mixed": s_mixed, "burst": s_burst, "graphs": s_graphs, "agreement": s_agreement, "speed": s_speed}
 
 
-def _checks() -> dict:
-    """Every scenario by name: this module's and the pressure scenarios (imported here: they import this module)."""
-    from .serve_pressure import CHECKS as PRESSURE_CHECKS
-
-    return {**CHECKS, **PRESSURE_CHECKS}
-
-
 def run_scenarios(ctx: Context, names=SCENARIOS, progress=print) -> dict:
-    report, checks = {}, _checks()
+    report, checks = {}, {**CHECKS, **PRESSURE_CHECKS}
     for name in names:
         t0 = time.time()
         try:

@@ -24,8 +24,6 @@
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import re
 import subprocess
@@ -35,7 +33,7 @@ import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from .serve_check import Context, call, load, prompt, stream, wait_idle
+from .serve_client import Context, call, load, prompt, stream, wait_idle
 
 NEAR_TIE = 0.1  # nats: a greedy flip between two candidates this close in the alone run's logprobs is rounding
 RSS_SLACK = (0.10, 256 * 2**20)  # the soak's resident memory may grow by 10% or 256 MiB, whichever is more
@@ -115,34 +113,6 @@ def s_exhaustion(ctx: Context) -> dict:
             "clean_after_alone_runs": final["clean"]}
 
 
-def _stream_with_rid(url: str, ids: list[int], max_new_tokens: int, rid: str, first: threading.Event) -> dict:
-    """Stream one request with a known rid; ``first`` is set at its first streamed chunk."""
-    host, port = url.split("//")[1].split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=600)
-    body = json.dumps({"input_ids": ids, "stream": True, "rid": rid, "sampling_params": {
-        "max_new_tokens": max_new_tokens, "temperature": 0.0, "ignore_eos": True}})
-    connection.request("POST", "/generate", body, {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    chunks, finished, last = 0, False, None
-    try:
-        for line in response:
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue
-            if line == b"data: [DONE]":
-                finished = True
-                break
-            last = json.loads(line[5:])
-            chunks += 1
-            first.set()
-    finally:
-        connection.close()
-    meta = (last or {}).get("meta_info", {})
-    finish = (meta.get("finish_reason") or {}).get("type")
-    return {"chunks": chunks, "tokens": meta.get("completion_tokens", 0), "finish": finish,
-            "aborted": finish == "abort" or "error" in (last or {}), "completed": finished and finish == "length"}
-
-
 def s_aborts(ctx: Context) -> dict:
     url, rng = ctx.server.url, ctx.rng
     chunk = ctx.chunk or call(url, "/get_server_info")["chunked_prefill_size"]
@@ -160,7 +130,7 @@ def s_aborts(ctx: Context) -> dict:
         if round_ % 2 == 0:  # inside a chunked prefill: /abort_request by rid at a random point of it
             rid, first, result = uuid.uuid4().hex, threading.Event(), {}
             ids, delay = prompt(rng, long_prompt, ctx.vocab), rng.uniform(0.05, 0.9) * prefill_s
-            runner = threading.Thread(target=lambda: result.update(_stream_with_rid(url, ids, 64, rid, first)))
+            runner = threading.Thread(target=lambda: result.update(stream(url, ids, 64, on_chunk=first.set, rid=rid)))
             runner.start()
             time.sleep(delay)
             before_first_token = not first.is_set()
@@ -168,7 +138,8 @@ def s_aborts(ctx: Context) -> dict:
             runner.join(300)
             if runner.is_alive():
                 errors.append(f"round {round_}: the aborted request did not end")
-            elif before_first_token and result["aborted"] and not result["completed"]:
+            elif before_first_token and result["tokens"] < 64 and (result["finish"] == "abort"
+                                                                    or result["streamed_error"]):
                 mid_prefill += 1
         else:  # inside a decode: the client goes away after a random number of chunks
             result = stream(url, prompt(rng, rng.randrange(16, 1500), ctx.vocab), 256,

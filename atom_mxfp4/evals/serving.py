@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from .ledger import COLUMNS, validate
-from .serve_check import Server, load
+from .serve_client import Server, load
 
 KV_ARGS = {  # the server of each KV cache dtype: SGLang's own attention for bf16 / fp8, the plugin's for mxfp4
     "bf16": ["--kv-cache-dtype", "bf16", "--attention-backend", "triton"],

@@ -12,6 +12,7 @@ README.md says which settings each environment variable carries and why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -42,3 +43,23 @@ def server_env(device: str, base: dict | None = None) -> dict:
         # that requires contiguous K rows; the portable model path above hands it a strided view (seen on the H200)
         env["SGLANG_OPT_USE_MINIMAX_FUSED_KV_INDEX_STORE"] = "0"
     return env
+
+
+@contextlib.contextmanager
+def cpu_server(root: Path, model: str, args: list[str], port: int, env: dict | None = None):
+    """A ready ``sglang serve`` of ``model`` on the CPU with the plugin on the torch backend (``args``: the rest of
+    its flags; ``env``: more of its environment), its log in ``root / "server.log"``; stopped on exit."""
+    from atom_mxfp4.evals.serve_client import Server
+
+    server_environment = server_env("cpu")
+    server_environment["ATOM_MXFP4_BACKEND"] = "torch"
+    server_environment.pop("TRITON_INTERPRET", None)  # the server runs the torch backend; the test session interprets
+    server_environment.update(env or {})
+    server = Server(["--model-path", model, "--load-format", "dummy", "--device", "cpu"] + args, server_environment,
+                    Path(root) / "server.log", port=port)
+    server.start()
+    try:
+        server.wait_ready(timeout=420)
+        yield server
+    finally:
+        server.stop()
