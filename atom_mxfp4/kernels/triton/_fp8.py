@@ -98,7 +98,7 @@ def fp8_scores(q_blocks, record_ptr, token, mask, BLOCK_H: tl.constexpr, BLOCK_N
     block: the raw e4m3 bytes through the hardware conversion (exact in bf16, 0x7F / 0xFF -> NaN as ``e4m3_value``),
     one bf16 dot with fp32 accumulation, times the block's e8m0 scale in fp32. No per-element arithmetic beyond the
     conversion (the bit decode of ``load_fp8_tokens`` with a per-element scale gather was far slower on the H200:
-    docs/triton.md "The fp8 index-K scorer"; 0.49 TB/s, recorded only here).
+    docs/triton.md "The fp8 index-K scorer"; ledger row "index_topk" / "triton fp8 bit-decode scorer").
     Equal to the dot of the scaled values whenever that dot is exact (the backends agree on exact scores;
     ``index_topk``'s contract). Every load is 4 B or wider per lane (a token's 4 scale bytes as one int32 word), so the
     pipeliner can make each one an async copy (cp.async needs >= 4 B)."""

@@ -152,8 +152,8 @@ class IndexConfig:
     blocks_per_program: int | None = None  # None: the heuristic below
     asm: bool = True  # the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same exact bf16 values as the
     # Triton decode, so the same scores and ids. Faster than tl.dot_scaled at large batch on the H200, which was
-    # removed (docs/triton.md "Tried and not kept ("Removed experiments")": 32K x 256 in us; as bandwidth, recorded
-    # only here: 1.52 vs 1.10 TB/s); batch 1 unchanged
+    # removed (docs/triton.md "Tried and not kept ("Removed experiments")"; 32K x 256: ledger rows "index_topk" /
+    # "triton PTX decode", docs/results/ledger.csv); batch 1 unchanged
 
 
 DEFAULT_CONFIG = IndexConfig()

@@ -157,10 +157,10 @@ def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, width, 
 class DecodeConfig:
     # defaults = the fastest config of the H200 sweep: 128-token tiles, 4 warps, K and V decoded by the PTX of
     # _mxfp4.E2M1_BF16X2_ASM, 1 stage, <= 128 registers (40 KB shared: 4 programs per SM). 8 warps and 64-token tiles
-    # were slower; 2 stages and no register cap the same within the spread (figures: docs/triton.md "Tried and not
-    # kept ("Removed experiments")"; the current ones in the ledger, docs/results/ledger.csv; the stage / cap pairs
-    # at 512 x 8192 / 4096 x 2048, recorded only here: 2 stages 1.31 / 1.33, no cap 1.33 / 1.34 TB/s). Variants
-    # that lost and were removed (tl.dot_scaled Q.K^T, register prefetch, the no-decode ablation): the same table.
+    # were slower; 2 stages and no register cap the same within the spread at 512 x 8192 and 4096 x 2048 (figures:
+    # docs/triton.md "Tried and not kept ("Removed experiments")"; the stage / cap pairs: ledger rows "pa_decode" /
+    # "triton 2 stages" and "triton 1 stage no register cap", docs/results/ledger.csv). Variants that lost and were
+    # removed (tl.dot_scaled Q.K^T, register prefetch, the no-decode ablation): the same table.
     block_n: int = 128  # tokens per tile (divides 128)
     num_warps: int = 4
     num_stages: int = 1
@@ -190,10 +190,10 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
 
     Few rows (< SMs): enough programs for ~2 waves of the SMs. Many rows: the fewest splits (<= 8) whose programs fill
     their waves (``programs_per_sm`` x SMs programs each) to WAVE_EFFICIENCY. H200 measurements (sweep_decode --splits /
-    --occupancy; figures recorded only here): at 3 programs per SM, 512 rows are 1.29 waves unsplit (Nsight Compute's
-    tail warning) and 3 splits lifted 512 x 8192 from 0.74 to 0.85 TB/s; at 4 per SM (the default config) 512 rows fill
-    97% of one wave and stay unsplit (1.32 TB/s vs 1.31 at 3 splits), 256 rows take 2 splits (1.16 vs 0.93 unsplit),
-    4096 rows stay unsplit.
+    --occupancy; ledger rows "pa_decode" / "triton pre-PTX kernel 3 splits" and "triton 1 stage maxnreg=128 1 split" /
+    "2 splits", docs/results/ledger.csv): at 3 programs per SM, 512 rows are 1.29 waves unsplit (Nsight Compute's tail
+    warning) and 3 splits made 512 x 8192 faster; at 4 per SM (the default config) 512 rows fill 97% of one wave and
+    stay unsplit (as fast as 3 splits), 256 rows take 2 splits (faster than unsplit), 4096 rows stay unsplit.
     """
     return _split_policy(num_rows, max_table_width, _sms_of(device), programs_per_sm)
 

@@ -289,16 +289,16 @@ class WriteConfig:
 
 
 def write_config(num_tokens: int) -> WriteConfig:
-    """Tuning, from the H200 sweeps of sweep_write.py (docs/triton.md "The fused write: 16 lanes per row"; every
-    config's outputs equal to the previous kernel's; the current times are in the ledger, docs/results/ledger.csv;
-    the sweep figures below are recorded only here): below 64 tokens one token per one-warp program (T = 1 / 8: within
-    0.2 us of the best); from 64, 8 tokens x 2 q heads on 4 warps (best at T = 512: 3.5 us CEIL, 3.9 us MSE); from
-    8192, 4 tokens x 2 q heads on 2 warps with 56 registers (36 resident warps per SM instead of 28 at MSE's 72
-    registers: T = 8192 MSE / fp8 index-K 37.8 -> 35.5 us, T = 32768 151.0 -> 143.2 us; CEIL unchanged within 1%).
-    Below 8192 tokens every load is issued before the norm (``early_loads``; H200 sweeps, same outputs, us CEIL / MSE:
-    T = 1 1.89 -> 1.65 / 2.12 -> 1.93, T = 8 2.20 -> 1.94 / 2.25 -> 2.02, T = 32 2.19 -> 2.03 / 2.24 -> 2.03 (one-warp
-    shape); T = 64 2.12 -> 1.91 / 2.59 -> 2.38, T = 512 3.90 -> 3.62 / 4.17 -> 4.08; at 8192 and 32768 within 1% or
-    slower, so not there)."""
+    """Tuning, from the H200 sweeps of the launch shape (a scratch sweep, then sweep_write.py; docs/triton.md "The fused
+    write: 16 lanes per row"; every config's outputs equal to the previous kernel's; the current times are in the
+    ledger, docs/results/ledger.csv, the sweeps' in its "fused_write" rows of the backends named here): below 64 tokens
+    one token per one-warp program (as fast as the best shape at T = 1 / 8 within the spread: "triton (1, 2, 1)");
+    from 64, 8 tokens x 2 q heads on 4 warps (the best at T = 512: "triton (8, 2, 4)"); from 8192, 4 tokens x 2 q
+    heads on 2 warps with 56 registers (36 resident warps per SM instead of 28 at MSE's 72 registers: faster with MSE /
+    fp8 index-K at T = 8192 and 32768, CEIL unchanged: "triton (4, 2, 2, 56)"). Below 8192 tokens every load is issued
+    before the norm (``early_loads``; same outputs; faster at every T from 1 to 512, CEIL and MSE: "triton (1, 2, 1)
+    early_loads" and "triton (8, 2, 4) early_loads"); at 8192 and 32768 no faster or slower, so not there ("triton
+    (4, 2, 2, 64) early_loads")."""
     if num_tokens < 64:
         return _FEW_TOKENS
     if num_tokens < 8192:
