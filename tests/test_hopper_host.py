@@ -535,6 +535,39 @@ def test_the_split_tail_launch(monkeypatch, rows, width, begin, tail, pages):
             assert (value["num_splits"], value["tail_begin"]) == (1, 0)
 
 
+@pytest.mark.parametrize("overlap", [0, 1, "k", "true", None, 1.0])
+def test_config_refuses_an_overlap_setting_that_is_not_a_bool(overlap):
+    with pytest.raises(ValueError) as excinfo:
+        P.HopperConfig(overlap=overlap)
+    _message(excinfo, "HopperConfig.overlap", "True or False", repr(overlap))
+
+
+def test_config_refuses_the_overlap_on_a_ring_of_two_stages():
+    """The in-warp page overlap reads page i + 1's slot during page i's trip: a 2-stage ring has no slot for it."""
+    with pytest.raises(ValueError) as excinfo:
+        P.HopperConfig(stages=2, overlap=True)
+    _message(excinfo, "HopperConfig.overlap", "stages < 3", "True with stages 2")
+    assert P.HopperConfig(stages=3, overlap=True).overlap and not P.HopperConfig(stages=2).overlap
+
+
+def test_the_overlap_reaches_the_kernel_as_a_constexpr_except_in_the_sparse_one_launch(monkeypatch):
+    """``HopperConfig.overlap`` is the kernel's OVERLAP constexpr (``overlap_for``): False by default, True when on for
+    pa_decode's tables and the dense attend, False for the sparse attend's one launch (its loop spilled with it on)."""
+    on = P.HopperConfig(overlap=True)
+    assert P.DEFAULT_CONFIG.overlap is False
+    for source in (P.SOURCE_TABLES, P.SOURCE_DENSE, P.SOURCE_SPARSE):
+        assert P.overlap_for(P.DEFAULT_CONFIG, source) is False
+        assert P.overlap_for(on, source) is (source != P.SOURCE_SPARSE)
+    fake = _FakeKernel()
+    monkeypatch.setattr(P, "_pa_decode_kernel", fake)
+    args = _args(rows=512, width=8)
+    for config in (on, P.DEFAULT_CONFIG):
+        _call(args, hopper.make_plan(512, 8, 16, "cpu", config=config))
+        grid, _, kwargs = fake.launches.pop()
+        assert grid == (512, 1) and kwargs["OVERLAP"] is config.overlap, (config, kwargs)
+    assert "OVERLAP" in P.SIGNATURE
+
+
 def test_cluster_occupancy_is_asked_once_and_a_failed_query_means_no_cluster(monkeypatch):
     """``_clusters_fit``: the driver's answer (max active clusters > 0) cached per (kernel, cluster, shared); a query
     that raises counts as no cluster, with one warning."""
@@ -564,6 +597,7 @@ def test_hopper_bench_variants_parse_into_hopper_configs_and_refuse_by_name():
     import hopper_bench as hb
     assert hb.parse_variant("warps=8,maxnreg=128") == {"warps": 8, "maxnreg": 128}
     assert hb.parse_variant("maxnreg=none,cluster=false") == {"maxnreg": None, "cluster": False}
+    assert hb.parse_variant("overlap=true") == {"overlap": True}
     assert hb.variant_name({"warps": 8, "maxnreg": 128}) == "hopper_v_warps8_maxnreg128"
     for bad, named in (("warps=5", "HopperConfig.warps"), ("foo=1", "foo=1"), ("warps", "'warps'"),
                        ("stages=two", "'two'")):

@@ -16,6 +16,8 @@
 - CUDA-graph replay equals eager, bit for bit (split over a cluster, split through L2, direct);
 - the split tail (``HopperConfig.tail_splits``, off by default): the oracle, the direct launch's bits before the
   tail, graph replay, the dense attend's bits against pa_decode over its tables;
+- the in-warp page overlap (``HopperConfig.overlap``, off by default): the default kernel's bits (direct, split,
+  either warp count, 3 or 4 stages, the exact fallback pass, the dense attend), the oracle;
 - the fused ``attend`` (block table and top-k ids read in the launch): pa_decode's bits over the composition's tables
   (dense and sparse, 1-8 KV heads, 1-4 pages per block, forced and policy splits), the oracle, graph replay;
 - last (a failure there breaks the CUDA context): table entries past the context hold page ids far outside the cache.
@@ -674,6 +676,62 @@ def test_the_dense_attend_with_the_split_tail_equals_pa_decode_over_its_tables()
     got = torch.full_like(want, float("nan"))
     ops.attend(got, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"], dev["row_position"],
                num_kv_heads=2, softmax_scale=0.09, query_scale=scale, plan=plan, backend="hopper", check=True)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    assert torch.isfinite(got.float()).all()
+
+
+# ---- the in-warp page overlap (HopperConfig.overlap, off by default: _loop._stream) --------------------------------
+@pytest.mark.parametrize("stages", [4, 3])
+@pytest.mark.parametrize("warps", L.PROGRAM_WARPS)
+@pytest.mark.parametrize("rows,width,splits", [(37, 33, None), (300, 16, 1), (5, 65, 9), (3, 2, 2), (4, 7, 7),
+                                               (6, 1, 1), (1, 64, None)])
+def test_the_in_warp_page_overlap_gives_the_default_bits(rows, width, splits, warps, stages):
+    """Each warp loading the next page's K words a trip ahead changes where they are loaded, not what is decoded:
+    the same bits as the default kernel (same plan: direct, split, one-page splits, 1-page tables, either warp
+    count, a ring of 3 or 4 stages), and the oracle. Irregular lengths (0, 1, 129 tokens, partial last pages), poison
+    past every context: the slot read ahead past a split's last page holds the zero-filled copy of no page."""
+    gen = torch.Generator().manual_seed(500 + rows + width)
+    lens = _irregular_lens(gen, rows, width)
+    case = _case(gen, rows, 16, width, lens)
+    want, _ = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, stages=stages))
+    got, plan = _run(*case, 0.09, num_splits=splits, config=P.HopperConfig(warps=warps, stages=stages, overlap=True))
+    assert plan.config.overlap and P.overlap_for(plan.config, P.SOURCE_TABLES)
+    assert np.array_equal(got, want)
+    _check(got, _oracle(*case, 0.09), lens)
+
+
+@pytest.mark.parametrize("splits", [1, 4])
+def test_the_in_warp_page_overlap_and_the_exact_fallback_pass(splits):
+    """A program that meets a scale byte outside the one-multiply window redoes its pages exactly (without the
+    overlap): with the overlap on, the same bits as the default kernel, NaN included."""
+    rows, width = 4, 8
+    gen = torch.Generator().manual_seed(27)
+    lens = [1024, 700, 1024, 513]
+    q, k, v, tables, context_lens = _case(gen, rows, 16, width, lens)
+    page, at = int(tables[0, 900 // 128]), L.SCALE_OFFSET + (900 % 128) * 4
+    k[page, 0, at + 1] = 200  # outside the window: row 0 takes the exact pass
+    page, at = int(tables[2, 5 // 128]), L.SCALE_OFFSET + (5 % 128) * 4
+    v[page, 0, at] = 255  # a NaN scale in an owned token
+    want, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits)
+    got, _ = _run(q, k, v, tables, context_lens, 0.09, num_splits=splits, config=P.HopperConfig(overlap=True))
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isfinite(got[[0, 1, 3]]).all() and np.isnan(got[2]).any()
+
+
+def test_the_dense_attend_with_the_overlap_equals_pa_decode_over_its_tables():
+    """The dense one launch takes the overlap too (``overlap_for``; the sparse one never does): its bits are the
+    default pa_decode's over ops.dense_tables (the same pages, the same split)."""
+    gen = torch.Generator().manual_seed(33)
+    case = H.attend_case(gen, [900, 300, 40, 129], 2, 16, rows_per_request=8)
+    dev, tables, context_lens = _attend_inputs(case)
+    rows = case["q"].shape[0]
+    want = torch.full(dev["q"].shape, float("nan"), dtype=torch.bfloat16, device=DEV)
+    hopper_backend.pa_decode(want, dev["q"], dev["k"], dev["v"], tables, context_lens, softmax_scale=0.09,
+                             query_scale=None, plan=hopper_backend.make_plan(rows, tables.shape[1], 16, DEV))
+    plan = hopper_backend.make_plan(rows, tables.shape[1], 16, DEV, config=P.HopperConfig(overlap=True))
+    got = torch.full_like(want, float("nan"))
+    ops.attend(got, dev["q"], dev["k"], dev["v"], dev["block_table"], dev["row_request"], dev["row_position"],
+               num_kv_heads=2, softmax_scale=0.09, query_scale=None, plan=plan, backend="hopper", check=True)
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
     assert torch.isfinite(got.float()).all()
 

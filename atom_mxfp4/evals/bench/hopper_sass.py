@@ -72,6 +72,12 @@ VARIANTS = {
     # 64 splits as 4 clusters of 16 whose merged head slices meet through L2 (grouped)
     "attend, sparse, split, grouped clusters of 16 (64 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=64,
                                                                     split=True, cluster=16),
+    # the in-warp page overlap (HopperConfig.overlap, _loop._stream; off by default): each warp loads the next page's
+    # K words from shared memory during a page's trip (the policy's dense shapes: direct, split, the 8-warp program)
+    "direct, overlap": dict(config=HopperConfig(overlap=True)),
+    "split, overlap": dict(config=HopperConfig(overlap=True), split=True),
+    "attend, dense, overlap": dict(config=HopperConfig(overlap=True), source="dense"),
+    "8 warps, split, overlap": dict(config=HopperConfig(warps=8, overlap=True), split=True),
 }
 CLUSTER_OPS = ("UCGABAR_ARV", "UCGABAR_WAIT", "MEMBAR", "ATOMG", "LD")  # whole-kernel counts the report keeps
 HOPPER_SHOWN = SHOWN + ("SHFL", "MUFU", "LDL", "STL")

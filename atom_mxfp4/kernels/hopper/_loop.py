@@ -109,21 +109,36 @@ def _q_operand(q):
 
 
 @gluon.jit
-def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr):
+def _k_operand(k_codes, k_scales, slot, FAST: gl.constexpr, k_words=None, k_scale_words=None):
     """K^T of ring slot ``slot`` as the B operand of Q.K^T [w warps, 128 (head dim layout.qk_dim(k)), 128 / w tokens]:
     words [w, n, c, j] + the scale byte of chunk c of each token, decoded in the registers that loaded them (FAST:
-    the one-multiply decode, values x 2**-WINDOW_SHIFT)."""
+    the one-multiply decode, values x 2**-WINDOW_SHIFT). ``k_words`` / ``k_scale_words``: those of the slot loaded
+    already (``_k_ahead``: the in-warp page overlap), None to load them here."""
     WARPS: gl.constexpr = gl.num_warps()
     K_WORDS: gl.constexpr = _k_words(WARPS)
     B_OPERAND: gl.constexpr = _b_operand(WARPS)
     TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
-    k_words = k_codes.index(slot).reshape(warp_map("k_words_shape", WARPS)).load(K_WORDS)
+    if k_words is None:
+        k_words = k_codes.index(slot).reshape(warp_map("k_words_shape", WARPS)).load(K_WORDS)
     k_scale_layout: gl.constexpr = gl.SliceLayout(2, gl.SliceLayout(3, K_WORDS))
-    k_scale_words = k_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP]).load(k_scale_layout)
+    if k_scale_words is None:
+        k_scale_words = k_scales.index(slot).reshape([WARPS, TOKENS_PER_WARP]).load(k_scale_layout)
     chunk = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, K_WORDS))))
     k_scale = (k_scale_words[:, :, None] >> (8 * chunk[None, None, :])) & 0xFF
     k_pair = window_scale_bf16x2(k_scale, k_scale) if FAST else scale_bf16x2(k_scale, k_scale)
     return decode_k_operand(k_words, gl.broadcast(k_pair[:, :, :, None], k_words)[0], B_OPERAND, FAST)
+
+
+@gluon.jit
+def _k_ahead(k_codes, k_scales, slot):
+    """Ring slot ``slot``'s K code words [w, n, c, j] and scale words [w, n] as ``_k_operand`` takes them: loaded a
+    trip ahead by the in-warp page overlap (``_stream``)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    K_WORDS: gl.constexpr = _k_words(WARPS)
+    k_words = k_codes.index(slot).reshape(warp_map("k_words_shape", WARPS)).load(K_WORDS)
+    k_scale_words = k_scales.index(slot).reshape([WARPS, warp_map("tokens_per_warp", WARPS)]).load(
+        gl.SliceLayout(2, gl.SliceLayout(3, K_WORDS)))
+    return k_words, k_scale_words
 
 
 @gluon.jit
@@ -159,13 +174,14 @@ def _v_operand(even_words, odd_words, v_scale_even, v_scale_odd, FAST: gl.conste
 
 
 @gluon.jit
-def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.constexpr):
+def _logits(q, slot, first_token, context, scale, k_codes, k_scales, FAST: gl.constexpr, k_words=None,
+            k_scale_words=None):
     """Q.K^T of ring slot ``slot`` (tokens first_token + (128 / w) x warp + n) in log2 units; tokens past the context:
-    -inf."""
+    -inf. ``k_words`` / ``k_scale_words``: ``_k_operand``'s."""
     WARPS: gl.constexpr = gl.num_warps()
     MMA: gl.constexpr = _mma(WARPS)
     TOKENS_PER_WARP: gl.constexpr = warp_map("tokens_per_warp", WARPS)
-    logits = mma_v2(q, _k_operand(k_codes, k_scales, slot, FAST),
+    logits = mma_v2(q, _k_operand(k_codes, k_scales, slot, FAST, k_words, k_scale_words),
                     gl.zeros([WARPS, BLOCK_H, TOKENS_PER_WARP], gl.float32, MMA)) * scale
     warp = gl.arange(0, WARPS, layout=gl.SliceLayout(1, gl.SliceLayout(2, MMA)))
     token = gl.arange(0, TOKENS_PER_WARP, layout=gl.SliceLayout(0, gl.SliceLayout(1, MMA)))
@@ -231,8 +247,9 @@ def _rescale(acc, alpha):
 
 @gluon.jit
 def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_scales, v_codes, v_scales,
-                 FAST: gl.constexpr, SKIP: gl.constexpr):
+                 FAST: gl.constexpr, SKIP: gl.constexpr, k_words=None, k_scale_words=None):
     """One page (ring slot ``slot``): per warp, logits of its 128 / w tokens, online softmax update, P.V accumulate.
+    ``k_words`` / ``k_scale_words``: the slot's K words loaded already (the in-warp page overlap, ``_stream``).
 
     The running maximum m moves only when a page's maximum passes it by more than RESCALE_SLACK (log2 units), so the
     weights ``2**(logit - m)`` stay <= 2**RESCALE_SLACK and most pages rescale nothing (``_rescale``); l and O are
@@ -242,7 +259,7 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
     168-register cap). The sparse one-launch loop (1-2 pages per program, where a skip is rare) multiplies always, as
     before: with the branch it was 2-6% slower at batches 1-64 (and spilled a register with V loaded early). x * 1 is
     x, so both give the same bits."""
-    logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales, FAST)
+    logits = _logits(q, slot, page_index * PAGE, context, scale, k_codes, k_scales, FAST, k_words, k_scale_words)
     page_max = gl.max(logits, axis=2)
     grow = page_max > m_i + RESCALE_SLACK  # -inf + slack = -inf; a NaN maximum never moves m
     m_new = gl.where(grow, page_max, m_i)
@@ -260,10 +277,21 @@ def _attend_page(q, slot, page_index, context, scale, m_i, l_i, acc, k_codes, k_
 @gluon.jit
 def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head, num_kv_heads,
             table_stride, table_end, context, page_begin, page_end, scale, k_codes, k_scales, v_codes, v_scales,
-            STAGES: gl.constexpr, FAST: gl.constexpr, SOURCE: gl.constexpr, PPB: gl.constexpr):
+            STAGES: gl.constexpr, FAST: gl.constexpr, SOURCE: gl.constexpr, PPB: gl.constexpr,
+            OVERLAP: gl.constexpr = False):
     """Pages [page_begin, page_end) of the row through the ring -> per warp (m, l, O) and whether the pass was exact:
     always with FAST False; with FAST (the one-multiply decode) only if every scale byte streamed and every query
-    element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False."""
+    element is inside the window (layout.WINDOW_*), else the caller redoes the pass with FAST False.
+
+    OVERLAP (``HopperConfig.overlap``; off by default): each warp loads the next page's K code and scale words from
+    shared memory at the end of a page's trip (``_k_ahead``) rather than after the next trip's barrier, so that page's
+    decode and Q.K^T need nothing from shared memory: under triton 3.6 ptxas runs them before the trip's CTA barriers
+    and copy issue, where the warp otherwise waits (the loop is issue-bound with about one eligible warp per
+    scheduler, docs/hopper.md "The final profile"). Trip i then needs page i + 1 landed: each trip waits for one more
+    copy group (the copies keep one trip less of lead, as a ring one stage shorter). Page i's slot is still read (V,
+    the window check) and is not overwritten before trip i + 1's barrier. The same words decode to the same
+    operands: the output bits are the default's. The kernel passes it to its first pass only (the rare exact
+    fallback pass runs without it)."""
     WARPS: gl.constexpr = gl.num_warps()
     MMA: gl.constexpr = _mma(WARPS)
     ROWS_MMA: gl.constexpr = _rows_mma(WARPS)
@@ -292,9 +320,17 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
     m_i = gl.full([WARPS, BLOCK_H], float("-inf"), gl.float32, ROWS_MMA)
     l_i = gl.zeros([WARPS, BLOCK_H], gl.float32, ROWS_MMA)
     acc = gl.zeros([WARPS, BLOCK_H, HEAD_DIM], gl.float32, MMA)
+    if OVERLAP:  # page 0's K words before the loop (the copies of pages 0 .. STAGES - 2 are in flight)
+        gl.static_assert(STAGES >= 3)  # slots: page i (read), i + 1 (read ahead), the copies in flight
+        async_copy.wait_group(STAGES - 2)
+        cta_barrier()
+        ahead_words, ahead_scales = _k_ahead(k_codes, k_scales, 0)
     for page_index in range(page_begin, page_end):
         i = page_index - page_begin
-        async_copy.wait_group(STAGES - 2)  # this thread's copies of page i landed
+        if OVERLAP:
+            async_copy.wait_group(STAGES - 3)  # this thread's copies of pages i and i + 1 (read ahead) landed
+        else:
+            async_copy.wait_group(STAGES - 2)  # this thread's copies of page i landed
         cta_barrier()  # everyone's did, and every warp is done with page i - 1's slot
         _issue_page(k_ptr, v_ptr, next_id, context, page_index + STAGES - 1, page_end, (i + STAGES - 1) % STAGES,
                     k_codes, k_scales, v_codes, v_scales)
@@ -305,8 +341,16 @@ def _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, i
         if FAST:  # each thread checks the K and V scale words of one token of the page
             misses = misses | window_misses(k_scales.index(i % STAGES).load(COPY_SCALES)) \
                 | window_misses(v_scales.index(i % STAGES).load(COPY_SCALES))
-        m_i, l_i, acc = _attend_page(q, i % STAGES, page_index, context, scale, m_i, l_i, acc,
-                                     k_codes, k_scales, v_codes, v_scales, FAST, SOURCE != SPARSE)
+        if OVERLAP:  # page i's K words, loaded at the end of the last trip (or before the loop)
+            m_i, l_i, acc = _attend_page(q, i % STAGES, page_index, context, scale, m_i, l_i, acc,
+                                         k_codes, k_scales, v_codes, v_scales, FAST, SOURCE != SPARSE,
+                                         ahead_words, ahead_scales)
+            # page i + 1's, issued after this page's P.V: in flight over the next trip's wait and barrier, live only
+            # there (issued at the top of the trip instead, triton 3.9 spilled in the loop and 3.8 outside it)
+            ahead_words, ahead_scales = _k_ahead(k_codes, k_scales, (i + 1) % STAGES)
+        else:
+            m_i, l_i, acc = _attend_page(q, i % STAGES, page_index, context, scale, m_i, l_i, acc,
+                                         k_codes, k_scales, v_codes, v_scales, FAST, SOURCE != SPARSE)
     async_copy.wait_group(0)  # no copy may still write the ring when the program's shared memory is reused
     exact = True
     if FAST:

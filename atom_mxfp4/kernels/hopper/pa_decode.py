@@ -70,7 +70,7 @@ from .policy import (  # noqa: F401
     CLUSTER_PAGES_PER_SPLIT, CLUSTER_SIZES, CLUSTERED_SPLITS, DEFAULT_CONFIG, EIGHT_WARP_MIN_PAGES,
     FILL_PAGES_PER_SPLIT, H200_SMS, MAX_SPLITS, MAX_TAIL_SPLITS, MIN_PAGES_PER_SPLIT, ONE_PAGE_SPLIT_WIDTH,
     POLICY_CLUSTER_SIZES, SOURCE_DENSE, SOURCE_SPARSE, SOURCE_TABLES, HopperConfig, HopperDecodePlan, LaunchShape, _sms,
-    cluster_for, launch_shape, make_plan, num_splits_for, partial_slots, tail_for, warps_for, with_config)
+    cluster_for, launch_shape, make_plan, num_splits_for, overlap_for, partial_slots, tail_for, warps_for, with_config)
 
 LOG2E = 1.4426950408889634
 
@@ -87,6 +87,7 @@ def _pa_decode_kernel(
     tail_begin,
     HAS_QUERY_SCALE: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, FAST_DECODE: gl.constexpr,
     SOURCE: gl.constexpr, TOPK_POW2: gl.constexpr, PPB: gl.constexpr, CLUSTER: gl.constexpr, TAIL: gl.constexpr,
+    OVERLAP: gl.constexpr,
 ):
     gl.static_assert(STAGES >= 2)
     k_codes = gl.allocate_shared_memory(gl.int32, [STAGES, PAGE, CODE_WORDS], RING_CODES)
@@ -99,7 +100,7 @@ def _pa_decode_kernel(
         TOPK_POW2, PPB, CLUSTER, TAIL)
     m_i, l_i, acc, exact = _stream(q_ptr, k_ptr, v_ptr, tables_ptr, topk_ptr, row, group, table_base, ids_base, head,
                                    num_kv_heads, table_stride, table_end, context, page_begin, page_end, scale,
-                                   k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB)
+                                   k_codes, k_scales, v_codes, v_scales, STAGES, FAST_DECODE, SOURCE, PPB, OVERLAP)
     if FAST_DECODE:
         if not exact:  # a scale byte or a query element outside the window: the same pages with the exact decode
             cta_barrier()  # every warp is done with the ring
@@ -229,8 +230,8 @@ def _constexprs(plan, shape, has_query_scale, source, topk_pow2, ppb, l2=False) 
         found = plan.shapes[key] = dict(
             HAS_QUERY_SCALE=has_query_scale, SPLIT=shape.splits > cluster, STAGES=cfg.stages,
             FAST_DECODE=cfg.fast_decode, SOURCE=source, TOPK_POW2=topk_pow2, PPB=ppb, CLUSTER=cluster,
-            TAIL=shape.tail, num_warps=shape.warps, **FUSED, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None
-                                                               else {}))
+            TAIL=shape.tail, OVERLAP=overlap_for(cfg, source), num_warps=shape.warps, **FUSED,
+            **({"maxnreg": cfg.maxnreg} if cfg.maxnreg is not None else {}))
     return found
 
 
@@ -351,6 +352,7 @@ SIGNATURE = {
     "group": "i32", "pages_per_split": "i32", "num_splits": "i32", "logit_scale": "fp32", "tail_begin": "i32",
     "HAS_QUERY_SCALE": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "FAST_DECODE": "constexpr",
     "SOURCE": "constexpr", "TOPK_POW2": "constexpr", "PPB": "constexpr", "CLUSTER": "constexpr", "TAIL": "constexpr",
+    "OVERLAP": "constexpr",
 }
 SOURCES = {"tables": SOURCE_TABLES, "dense": SOURCE_DENSE, "sparse": SOURCE_SPARSE}  # compile_for_sm90's names
 
@@ -375,7 +377,7 @@ def compile_for_sm90(config: HopperConfig = DEFAULT_CONFIG, *, split: bool = Fal
     constants = {"HAS_QUERY_SCALE": query_scale, "SPLIT": split or tail > 0, "CLUSTER": cluster, "TAIL": tail,
                  "STAGES": config.stages, "FAST_DECODE": config.fast_decode, "SOURCE": SOURCES[source],
                  "TOPK_POW2": pow2_at_least(topk) if source == "sparse" else 1,
-                 "PPB": pages_per_block if source == "sparse" else 1}
+                 "PPB": pages_per_block if source == "sparse" else 1, "OVERLAP": overlap_for(config, SOURCES[source])}
     pointers = [i for i, kind in enumerate(SIGNATURE.values()) if kind.startswith("*")]
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     warps = L.WARPS if config.warps is None else config.warps

@@ -43,6 +43,10 @@ class HopperConfig:
     # last split merges through L2; the split policy then gives no clustered split counts)
     tail_splits: int = 0  # the split tail (``tail_for``): 0 off (the default: not yet measured on the H200); 2..16:
     # a direct launch of more rows than one wave runs the rows past its last full wave as that many splits each
+    overlap: bool = False  # the in-warp page overlap (``overlap_for``, _loop._stream; issue 42 item 3): each warp
+    # loads the next page's K code and scale words from shared memory at the end of a page's trip, so the next
+    # page's decode and Q.K^T can run before its barrier; the copies keep one trip less of lead. Off by default (not
+    # yet measured on a GPU: hopper_bench.py --overlap); same output bits; needs stages >= 3
 
     def __post_init__(self):
         expect(self.warps is None or (type(self.warps) is int and self.warps in L.PROGRAM_WARPS), "HopperConfig.warps",
@@ -51,6 +55,10 @@ class HopperConfig:
                self.cluster)
         expect(type(self.tail_splits) is int and (self.tail_splits == 0 or 2 <= self.tail_splits <= MAX_TAIL_SPLITS),
                "HopperConfig.tail_splits", f"0 (off) or an int in [2, {MAX_TAIL_SPLITS}]", repr(self.tail_splits))
+        expect(type(self.overlap) is bool, "HopperConfig.overlap", "True or False", repr(self.overlap))
+        expect(not self.overlap or self.stages >= 3, "HopperConfig.overlap",
+               "False with stages < 3 (the overlap reads one page ahead in the ring)",
+               f"{self.overlap!r} with stages {self.stages}")
 
 
 MAX_TAIL_SPLITS = 16
@@ -172,6 +180,13 @@ def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.devi
         return size if config.cluster else 1
     policy = size in POLICY_CLUSTER_SIZES and warps == L.WARPS and rows * splits <= _sms(device) // 2
     return size if policy else 1
+
+
+def overlap_for(config: HopperConfig, source: int) -> bool:
+    """The kernel's OVERLAP constexpr for a launch from ``source`` under ``config``: the configured in-warp page
+    overlap, except in a sparse attend's one launch (1-2 pages per program, little to overlap; with it on, that loop
+    spilled 24 B of stack at the 168-register cap under triton 3.6)."""
+    return config.overlap and source != SOURCE_SPARSE
 
 
 def tail_for(config: HopperConfig, rows: int, width: int, splits: int, source: int,
