@@ -107,8 +107,8 @@ def _has_context(row, context_lens_ptr, topk_ptr, num_kv_heads, num_tokens, topk
 def _block_of(topk_ptr, ids_base, page_index, table_end, SOURCE: gl.constexpr, PPB: gl.constexpr):
     """SPARSE: the top-k id of the block holding page ``page_index`` of the row (0 past table_end); otherwise the page
     index itself (no load). Loaded in the trip that reads the block table at it: loading it a trip earlier measured
-    slower on the H200 at large batch (one more live register, addresses rematerialised in the loop; batch 512:
-    88.5 -> 95.4 us, recorded only here)."""
+    slower on the H200 at large batch (one more live register, addresses rematerialised in the loop; ledger row
+    "attend" / "hopper one launch, id a trip ahead", batch=512 sparse top-16, docs/results/ledger.csv)."""
     if SOURCE == SPARSE:
         block = gl.load(topk_ptr + ids_base + page_index // PPB, mask=page_index < table_end, other=0)
     else:

@@ -269,9 +269,9 @@ SMALL_GRID_BLOCKS = 8192  # fp8, rows x max_blocks up to this: 2 stages (42 KB p
 def stages_for(rows: int, max_blocks: int, index_k_dtype: IndexKDtype = IndexKDtype.FP8) -> int:
     """Ring stages by the call, from a forced-stage sweep on the H200 (docs/hopper.md "index_topk"): fp8, 2 stages
     were 5-11% faster at rows x blocks <= 4096 (small grids hold more programs per SM), 3 stages 1-9% faster from 16384;
-    MXFP4 (8704-B pages), 2 stages were as fast or faster at every shape; 4 stages never won. The sweep's figures,
-    recorded only here: fp8 32K x 4 rows 14.9 vs 16.8 us, 32K x 256 rows 280 vs 306 us; MXFP4 32K x 256 213.9 vs
-    223.2 us at 3."""
+    MXFP4 (8704-B pages), 2 stages were as fast or faster at every shape; 4 stages never won. The sweep's figures:
+    ledger rows "index_topk" / "hopper 2 stages" and "hopper 3 stages" (32K x 4 and 32K x 256 rows, both index-K
+    dtypes; docs/results/ledger.csv)."""
     if index_k_dtype is IndexKDtype.MXFP4:
         return 2
     return 2 if rows * max_blocks <= SMALL_GRID_BLOCKS else 3

@@ -286,9 +286,9 @@ def fuses_sparse(rows: int, width: int, device: torch.device, plan: HopperDecode
     """Whether a sparse ``attend`` of ``rows`` x ``width`` runs as one launch: when its programs fit one per SM (rows x
     splits <= SMs), where the saved tables launch is worth more than what the kernel pays for reading the top-k ids
     itself (a dependent load per page and a few registers: the loop rematerialises addresses). Measured faster on the
-    H200 up to batch 32 and slower from batch 128 (docs/hopper.md "One launch per layer"; the sweep's figures, recorded
-    only here: batch 1 / 8 / 32 one launch 8.3 / 9.0 / 14.7 us against tables + decode 9.1 / 10.4 / 15.1; batch 128 /
-    512 28.9 / 88.5 against 27.8 / 83.9; the current times are in the ledger, docs/results/ledger.csv). Otherwise the
+    H200 up to batch 32 and slower from batch 128 (docs/hopper.md "One launch per layer"; the sweep's figures: ledger
+    rows "attend" / "hopper one launch" against "hopper tables + decode", batch 1 to 512; the current times are in the
+    ledger too, docs/results/ledger.csv). Otherwise the
     Triton tables kernel, then the decode over its tables (the same output bits; ``attend`` declines, atom_mxfp4.ops
     composes)."""
     if plan is None:

@@ -67,11 +67,10 @@ MIN_PAGES_PER_SPLIT = 2  # a split of one page would spend its time in the prolo
 FILL_PAGES_PER_SPLIT = 8  # splits beyond one program per SM (up to a wave) only while each keeps this many pages
 EIGHT_WARP_MIN_PAGES = 8  # the 8-warp program only for splits this long (``warps_for``)
 MAX_SPLITS = 64  # the row's last split merges the partials, MERGE_TRIP a trip: hundreds of partials cost more than
-# the splits save (docs/hopper.md "Split policy"; recorded only here: 342 partials took 105 us for 1 x 131K)
+# the splits save (docs/hopper.md "Split policy"; 1 x 131K: ledger row "pa_decode" / "hopper 342 splits")
 ONE_PAGE_SPLIT_WIDTH = 16  # tables this narrow split one page per program when rows x width <= SMs: measured faster
 # on the H200 at 1-8 rows x 16 pages, slower at 16 rows x 16 pages and 1 row x 64 pages (docs/hopper.md "Split
-# policy"; the sweep's figures, recorded only here: 1 / 4 / 8 rows x 16 pages 10.5 / 11.0 / 11.7 us at 16 splits
-# against 11.0 / 11.8 / 12.4 at 8)
+# policy"; the sweep's figures: ledger rows "pa_decode" / "hopper 16 one-page splits" against "hopper 8 splits")
 
 
 CLUSTER_SIZES = _cluster.CLUSTER_SIZES  # split counts whose merge can run over a cluster (``cluster_for``)
@@ -102,8 +101,9 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     """Splits per row; depends only on (rows, table width), so a plan stays valid for every graph replay.
 
     Fitted to the forced-split sweep on the H200 (docs/hopper.md "Split policy"): programs of one SM share its issue
-    slots, so splitting rows that already occupy the SMs only adds partial stores and merges (512 rows x 16 pages: 88.5
-    us direct, 111 us at the previous policy's 3 splits; figures recorded only here). The most splits of: one program
+    slots, so splitting rows that already occupy the SMs only adds partial stores and merges (512 rows x 16 pages:
+    direct faster than the previous policy's 3 splits; ledger row "pa_decode" / "hopper 1 split"). The most splits of:
+    one program
     per SM (SMs // rows), and one wave (``programs_per_sm`` x SMs) // rows while each split keeps FILL_PAGES_PER_SPLIT
     pages; at least 1, at most MAX_SPLITS and width // MIN_PAGES_PER_SPLIT; tables of <= ONE_PAGE_SPLIT_WIDTH pages
     whose rows x width fit one program per SM split one page per program (the sweep's small-batch best).
@@ -111,9 +111,9 @@ def num_splits_for(num_rows: int, max_table_width: int, device: torch.device, pr
     (``cluster_for``: rows x splits <= SMs // 2), splitting is cheap, so a launch takes the most clustered splits
     (``_clustered_splits``: 64, 48, 32 or 16, every split non-empty) when they are at least as many as the above, or
     keep <= CLUSTER_PAGES_PER_SPLIT pages each: more clustered splits measured faster where each keeps few pages
-    (docs/hopper.md "The split merge over a cluster"; figures recorded only here: 1 x 64 pages at 64 splits 7.83 us
-    against 11.17 at the previous 32; 4 x 64 at 16 splits 11.5 against 12.8 at 32; 4 x 256 keeps 32, 16 pages a
-    split at 16 being slower).
+    (docs/hopper.md "The split merge over a cluster"; 1 x 64 pages at 64 clustered splits against the previous 32
+    through L2, 4 x 64 at 16 clustered against 32: ledger rows "pa_decode" / "hopper 64 splits clustered" and "hopper
+    16 splits clustered"; 4 x 256 keeps 32, 16 pages a split at 16 being slower).
     """
     if num_rows == 0:
         return 1
@@ -143,12 +143,11 @@ def warps_for(config: HopperConfig, programs: int, pages_per_split: int, device:
     SM and each streams at least EIGHT_WARP_MIN_PAGES pages, WARPS (4 x 32 tokens) otherwise.
 
     Measured on the H200 (docs/hopper.md "8 warps per program" and its ledger rows, docs/results/ledger.csv; forced
-    warp counts at every split count, same run; the figures below are that run's, recorded only here): at one
-    program per SM the 8-warp program streams pages 10-18% faster (1 row x 1024 pages, 64 splits of 16 pages:
-    30.4 us against 33.8; 4 x 256, 32 splits of 8: 20.0 against 21.2), but a program of 1-4 pages is slower with 8
-    warps (1 x 16 pages, 16 splits: 8.4 us against 7.8; its once-per-program combine and merge cost more than the
-    halved page chain saves), and where programs share SMs the 4-warp program's fewer instructions per element win
-    (128 x 16 pages, 2 splits: 33.0 us at 8 warps against 25.0)."""
+    warp counts at every split count, same run: ledger rows "pa_decode" / "hopper warps=8" against "hopper warps=4"
+    at the shapes named here): at one program per SM the 8-warp program streams pages 10-18% faster (1 row x 1024
+    pages, 64 splits of 16 pages; 4 x 256, 32 splits of 8), but a program of 1-4 pages is slower with 8 warps (1 x 16
+    pages, 16 splits; its once-per-program combine and merge cost more than the halved page chain saves), and where
+    programs share SMs the 4-warp program's fewer instructions per element win (128 x 16 pages, 2 splits)."""
     if config.warps is not None:
         return config.warps
     if programs <= _sms(device) and pages_per_split >= EIGHT_WARP_MIN_PAGES:
@@ -163,11 +162,11 @@ def cluster_for(config: HopperConfig, rows: int, splits: int, device: torch.devi
     divide the 16 heads (2, 4, 8, 16); ``config.cluster`` True / False forces clusters on / off where the split
     count allows. None (the policy): 4, 8, 16 or G x 16 splits of the 4-warp program (``warps``, ``warps_for``)
     while rows x splits <= SMs // 2; not the 8-warp program: it takes a whole SM, so a cluster of 16 needs 16 SMs of
-    one GPC (smaller sm_90 parts may not hold one; forced on the H200, 0.94x to 1.63x of its L2 merge). Measured on the
-    H200 (docs/hopper.md "The split merge over a cluster", forced on / off, same run; figures recorded only here): 1 x
-    16 pages, 16 splits 6.59 against 7.96 us; 1 x 64, 16 splits 10.77 against 11.76; 8 x 16, 8 splits 8.59 against 9.48;
-    16 x 16, 4 splits 11.07 against 11.73; but at 128 programs and more slower (8 x 16, 16 splits 8.90 against 8.48; 16
-    x 16, 8 splits 11.15 against 9.74; 16 x 64 at 8 warps, 8 splits 32.8 against 17.9): a cluster's CTAs must be
+    one GPC (smaller sm_90 parts may not hold one; forced on the H200, 0.94x to 1.63x of its L2 merge: ledger rows
+    "pa_decode" / "hopper warps=8 cluster merge"). Measured on the H200 (docs/hopper.md "The split merge over a
+    cluster", forced on / off, same run; ledger rows "pa_decode" / "hopper cluster merge" against "hopper L2 merge"):
+    faster at 1 x 16 pages with 16 splits, 1 x 64 with 16, 8 x 16 with 8 and 16 x 16 with 4; but at 128 programs and
+    more slower (8 x 16 with 16 splits, 16 x 16 with 8, 16 x 64 at 8 warps with 8): a cluster's CTAs must be
     co-scheduled in one GPC, which a launch that fills the SMs cannot always do."""
     biggest = CLUSTER_SIZES[-1]
     if splits in CLUSTER_SIZES:
