@@ -5,8 +5,8 @@
 - The ops and the layer's step on the Hopper and Triton backends under ``launch.recording()`` (every launch recorded,
   nothing compiled): with check=False, and with check=True once the batch's metadata was checked, they read no tensor
   data on the host (no ``.item()``, ``.tolist()``, ``bool(t)``, ``int(t)``, host copies: each a device sync on a GPU),
-  and each call stays within a time budget (budgets about 3x what this path takes on the 2-core CI machine, far below
-  the 200-500 us a call took before the lean path).
+  and each call stays within a time budget (about 3x what this path takes on the 2-core CI machine, far below what a
+  call took before the lean path), counted in units of reference host work timed beside it (``BUDGET_UNITS``).
 """
 
 from __future__ import annotations
@@ -246,11 +246,32 @@ def test_a_new_batch_is_checked_again(compiled_backends_on_cpu):
     assert mode.reads, "an in-place refill of the metadata must be checked again"
 
 
-# budgets in microseconds per call on the CPU with every launch recorded (check=False, check=True after the batch's
-# first call), about 3.5x the best of the 2-core machine (issue 39): sparse steps ~60 / ~105 us, dense ~35-60 / ~70-110,
-# ops ~7-24 / ~17-43
-BUDGET_US = {"step_sparse": (220, 370), "step_dense": (200, 340)}
-OP_BUDGET_US = (85, 150)
+# Budgets per call on the CPU with every launch recorded (check=False, check=True after the batch's first call), in
+# units of REFERENCE: host work of the same kind as a launch path's (views, attribute reads, small allocations),
+# timed beside each call, so a CI machine slowed by its neighbours slows both and the budget with them (a wall-clock
+# budget in microseconds failed on a loaded 2-core machine where the same code passed minutes later). About 3x what
+# this path takes on the 2-core CI machine (issue 39): sparse steps ~6 / ~9 units, dense ~3-4 / ~6-8, ops <= ~1.8 /
+# ~3.7; before the lean path a call cost 10-40x more.
+BUDGET_UNITS = {"step_sparse": (20, 30), "step_dense": (15, 25)}
+OP_BUDGET_UNITS = (6, 12)
+_SCRATCH = torch.empty(4, 32)
+
+
+def _reference_work() -> None:
+    for _ in range(8):
+        view = _SCRATCH.view(128)
+        view.is_contiguous(), view.stride(0), view.data_ptr(), view.shape[0], view.dtype == torch.float32
+        torch.empty(8)
+
+
+def _best_us(call, loops: int = 5, calls: int = 20) -> float:
+    best = float("inf")
+    for _ in range(loops):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        best = min(best, (time.perf_counter() - start) / calls * 1e6)
+    return best
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -259,15 +280,17 @@ def test_host_time_per_call_stays_within_budget(compiled_backends_on_cpu, backen
     for name, call in calls.items():
         for check in (False, True):
             call(True)
-            best = float("inf")
-            for _ in range(5):
+            budget = BUDGET_UNITS.get(name, OP_BUDGET_UNITS)[check]
+            ratios = []
+            for _ in range(3):  # a burst of load during one measurement: measure again before failing
                 compiled_backends_on_cpu.clear()
-                start = time.perf_counter()
-                for _ in range(20):
-                    call(check)
-                best = min(best, (time.perf_counter() - start) / 20 * 1e6)
-            budget = BUDGET_US.get(name, OP_BUDGET_US)[check]
-            assert best <= budget, f"{backend} {name} check={check}: {best:.0f} us per call, budget {budget} us"
+                reference = _best_us(_reference_work)
+                ratios.append(_best_us(lambda: call(check)) / reference)
+                compiled_backends_on_cpu.clear()
+                if ratios[-1] <= budget:
+                    break
+            assert min(ratios) <= budget, (f"{backend} {name} check={check}: {min(ratios):.1f} reference units per "
+                                           f"call ({reference:.1f} us a unit now), budget {budget}")
 
 
 def test_a_clustered_decode_launches_one_grid_entry_per_cluster(compiled_backends_on_cpu):
