@@ -216,23 +216,11 @@ def compile_main(args) -> None:
 
 
 # ---- GPU (--run) ---------------------------------------------------------------------------------------------------
-def _time_us(fn, reps: int = 20) -> float:
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / reps
-
-
 def run_main(args) -> None:
     import math
     import torch
     import triton
+    from atom_mxfp4.evals.bench._timing import eager_time_ms
     from atom_mxfp4.evals.bench._wgmma_probe_kernels import wgmma_probe_kernel
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
@@ -259,7 +247,7 @@ def run_main(args) -> None:
                                                 softmax_scale * 1.4426950408889634, K_SOURCE=variant.k_source,
                                                 Q_TERMS=variant.q_terms, STAGES=args.stages, num_warps=4)
             try:
-                us = _time_us(launch)
+                us = eager_time_ms(launch, reps=20) * 1e3  # median of event-timed launches
             except Exception as exc:  # a probe: report and go on
                 rows.append({"variant": variant.name, "programs_per_sm": per_sm, "error": f"{exc}"[:2000]})
                 continue
@@ -276,8 +264,8 @@ def run_main(args) -> None:
         q = torch.randn(programs, 16, 128, generator=gen).bfloat16().to(dev)
         out = torch.empty_like(q)
         plan = ops.plan_pa_decode(programs, pages, 16, dev)
-        us = _time_us(lambda: ops.pa_decode(out, q, k_cache, v_cache, tables, lens, softmax_scale=softmax_scale,
-                                            plan=plan, check=False))
+        us = eager_time_ms(lambda: ops.pa_decode(out, q, k_cache, v_cache, tables, lens, softmax_scale=softmax_scale,
+                                                 plan=plan, check=False), reps=20) * 1e3
         check.append({"variant": "shipped pa_decode", "rows": programs, "us": us,
                       "pages_per_us_sm": programs * pages / us / sms,
                       "tb_per_s": programs * pages * 2 * 8704 / us / 1e6,

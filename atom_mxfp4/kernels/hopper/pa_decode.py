@@ -288,9 +288,8 @@ def fuses_sparse(rows: int, width: int, device: torch.device, plan: HopperDecode
     itself (a dependent load per page and a few registers: the loop rematerialises addresses). Measured faster on the
     H200 up to batch 32 and slower from batch 128 (docs/hopper.md "One launch per layer"; the sweep's figures: ledger
     rows "attend" / "hopper one launch" against "hopper tables + decode", batch 1 to 512; the current times are in the
-    ledger too, docs/results/ledger.csv). Otherwise the
-    Triton tables kernel, then the decode over its tables (the same output bits; ``attend`` declines, atom_mxfp4.ops
-    composes)."""
+    ledger too, docs/results/ledger.csv). Otherwise the Triton tables kernel, then the decode over its tables (the
+    same output bits; ``attend`` declines, atom_mxfp4.ops composes)."""
     if plan is None:
         return rows * num_splits_for(rows, width, device, DEFAULT_CONFIG.programs_per_sm) <= _sms(device)
     key = ("fuses_sparse", rows, width)  # asked once per plan and shape (plan.shapes: the plan's launch decisions)
