@@ -52,7 +52,7 @@ fi
 if has bench; then
   for tree in base new; do
     path=$NEW script=$ROOT/$BENCH/hopper_bench.py
-    [ $tree = base ] && path=/tmp/pkg_base script=$(ls "$ROOT"/.base/{atom_mxfp4/,}atom_mxfp4/evals/bench/hopper_bench.py 2>/dev/null | head -1)
+    [ $tree = base ] && path=/tmp/pkg_base script=$(ls "$ROOT"/.base/{atom_mxfp4/,}{atom_mxfp4/,}evals/bench/hopper_bench.py 2>/dev/null | head -1)
     (cd /tmp && PYTHONPATH=$path timeout ${T_BENCH:-150} python3 "$script" \
       --out "$OUT/bench_$tree" --quick 2>&1 | grep -v "^$" | tail -30) || STATUS=1
   done

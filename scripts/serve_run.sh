@@ -33,7 +33,7 @@ mkdir -p "$RES"
 exec > >(tee -a "$OUT/serve_run_$MODE.log") 2>&1
 export PYTHONUNBUFFERED=1
 SOURCES=$(bash scripts/sources_hash.sh)  # what runs (the device copy's git metadata may be stale)
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo none)}
 echo "== serve_run.sh $MODE $(date -u +%FT%TZ) commit $COMMIT sources $SOURCES"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
