@@ -42,13 +42,17 @@ run_queue() {  # the queue itself (its own session): $1 the steps file, run from
 collect() {  # $1 seconds to wait for the queue, $2 "final": pack unfinished steps too
   : "${OUT:?OUT must name the results folder}"
   local deadline=$(( $(date +%s) + $1 )) packed=0 name
-  while [ ! -e "$Q/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 5; done
-  for f in "$Q"/ended/*; do
-    [ -e "$f" ] || continue
-    name=$(basename "$f")
-    [ -e "$Q/packed/$name" ] && continue
-    [ $packed -ge 7 ] && break
-    tar -czf "$OUT/$name.tar.gz" -C "$Q/out" "$name" "$name.log" && touch "$Q/packed/$name" && packed=$((packed + 1))
+  while :; do  # each step packed as soon as it ends: a call cut off at its limit still returns those
+    for f in "$Q"/ended/*; do
+      [ -e "$f" ] || continue
+      name=$(basename "$f")
+      [ -e "$Q/packed/$name" ] && continue
+      [ $packed -ge 7 ] && break
+      tar -czf "$OUT/$name.tar.gz" -C "$Q/out" "$name" "$name.log" && touch "$Q/packed/$name" && packed=$((packed + 1))
+      cp "$Q/status.txt" "$OUT/status.txt"
+    done
+    [ -e "$Q/done" ] || [ "$(date +%s)" -ge "$deadline" ] && break
+    sleep 5
   done
   if [ "${2:-}" = final ]; then
     for d in "$Q"/out/*/; do
