@@ -40,6 +40,20 @@ def _index_vector(tensor, name: str, length: int, device, dtype=INDEX) -> None:
     expect_contiguous(tensor, name)
 
 
+# The attribute checks below run on every check=True call (issue 39: a few host microseconds at most). Each group
+# first tests all its conditions in one expression (``*_ok``); the named checks, which say which condition failed,
+# run only when that expression is false. An ``*_ok`` is never looser than its named checks (where it is stricter,
+# e.g. a numpy float scale, the named checks decide).
+_Tensor = torch.Tensor
+_NUMBER = (int, float)  # type(x) in _NUMBER: a plain int or float (not a bool, not a numpy scalar)
+
+
+def _vector_ok(tensor, length: int, device, dtype=torch.int32) -> bool:
+    """``_index_vector``'s conditions in one expression."""
+    return (isinstance(tensor, _Tensor) and tensor.dtype == dtype and tensor.dim() == 1
+            and tensor.shape[0] == length and tensor.device == device and tensor.is_contiguous())
+
+
 def _in_range(tensor: torch.Tensor, name: str, low: int, high: int) -> None:
     """All values in [low, high) (host sync; only under check=True)."""
     if tensor.numel() == 0:
@@ -73,6 +87,50 @@ def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_we
                      num_index_heads, rotary_dim, eps, q_dtype) -> None:
     """Everything fused_qknorm_rope_write checks with check=True (caches already as records); host syncs for the
     value checks. The layer runs it before its first write, so a refused step writes nothing."""
+    if not _write_args_ok(qkv, positions, (q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight),
+                          cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads, num_kv_heads,
+                          num_index_heads, rotary_dim, eps, q_dtype):
+        _check_write_attributes(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                                cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads,
+                                num_kv_heads, num_index_heads, rotary_dim, eps, q_dtype)
+    pages = k_records.shape[0]
+
+    def values():
+        _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
+        _in_range(slot_mapping, "slot_mapping", NO_SLOT, pages * PAGE_SIZE)
+        _distinct_slots(slot_mapping)
+
+    once("write", (positions, slot_mapping), (cos_sin_cache.shape[0], pages), values)
+
+
+def _write_args_ok(qkv, positions, weights, cos_sin_cache, slot_mapping, k_records, v_records, i_records, nq, nkv,
+                   niq, rotary_dim, eps, q_dtype) -> bool:
+    """``_check_write_attributes``' conditions in one expression."""
+    if not (type(nq) is int and type(nkv) is int and type(niq) is int and nq >= 1 and nkv >= 1 and niq >= 0
+            and nq % nkv == 0 and nq // nkv <= MAX_GROUP and (niq == 0) == (i_records is None)
+            and isinstance(qkv, _Tensor) and qkv.dtype in FLOAT_DTYPES and qkv.dim() == 2):
+        return False
+    device, tokens = qkv.device, qkv.shape[0]
+    pages = k_records.shape[0]
+    return (qkv.shape[1] == qkv_width(nq, nkv, niq) and qkv.stride(1) == 1
+            and _vector_ok(positions, tokens, device, torch.int64) and _vector_ok(slot_mapping, tokens, device,
+                                                                                   torch.int64)
+            and all([isinstance(w, _Tensor) and w.dtype in FLOAT_DTYPES and w.dim() == 1 and w.shape[0] == HEAD_DIM
+                     and w.device == device and w.is_contiguous() for w in (weights if niq else weights[:2])])
+            and type(rotary_dim) is int and 2 <= rotary_dim <= HEAD_DIM and rotary_dim % 2 == 0
+            and isinstance(cos_sin_cache, _Tensor) and cos_sin_cache.dtype == torch.float32
+            and cos_sin_cache.dim() == 2 and cos_sin_cache.shape[1] == rotary_dim and cos_sin_cache.device == device
+            and cos_sin_cache.is_contiguous() and type(eps) in _NUMBER and math.isfinite(eps) and eps > 0
+            and q_dtype in Q_DTYPES and k_records.shape[1] == nkv and k_records.device == device
+            and v_records.shape[1] == nkv and v_records.device == device and v_records.shape[0] == pages
+            and (i_records is None or (i_records.shape[1] == 1 and i_records.device == device
+                                       and i_records.shape[0] == pages)))
+
+
+def _check_write_attributes(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                            cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads, num_kv_heads,
+                            num_index_heads, rotary_dim, eps, q_dtype) -> None:
+    """check_write_args' attribute checks, named (the first that fails raises)."""
     nq, nkv = expect_int(num_q_heads, "num_q_heads", 1), expect_int(num_kv_heads, "num_kv_heads", 1)
     niq = expect_int(num_index_heads, "num_index_heads", 0)
     expect(nq % nkv == 0 and nq // nkv <= MAX_GROUP, "num_q_heads / num_kv_heads (GQA group)",
@@ -115,12 +173,6 @@ def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_we
     expect(v_records.shape[0] == pages and (i_records is None or i_records.shape[0] == pages),
            "v_cache / index_k_cache pages", f"{pages} (as k_cache)",
            f"{v_records.shape[0]} / {None if i_records is None else i_records.shape[0]}")
-    def values():
-        _in_range(positions, "positions", 0, cos_sin_cache.shape[0])
-        _in_range(slot_mapping, "slot_mapping", NO_SLOT, pages * PAGE_SIZE)
-        _distinct_slots(slot_mapping)
-
-    once("write", (positions, slot_mapping), (cos_sin_cache.shape[0], pages), values)
 
 
 def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
@@ -165,13 +217,16 @@ def check_rows(block_table, row_request, row_position, rows: int, device, pages:
     row_request / row_position [rows] i32 in range, every page a row can see in [0, pages). Host syncs.
     ``names``: how the messages call the three (the layer names its metadata fields)."""
     table_name, request_name, position_name = names
-    expect(isinstance(block_table, torch.Tensor), table_name, "a tensor", type(block_table).__name__, TypeError)
-    expect_dtype(block_table, table_name, INDEX)
-    expect_shape(block_table, table_name, (None, None))
-    expect_device(block_table, table_name, device)
-    expect_contiguous(block_table, table_name)
-    _index_vector(row_request, request_name, rows, device)
-    _index_vector(row_position, position_name, rows, device)
+    if not (isinstance(block_table, _Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2
+            and block_table.device == device and block_table.is_contiguous()
+            and _vector_ok(row_request, rows, device) and _vector_ok(row_position, rows, device)):
+        expect(isinstance(block_table, torch.Tensor), table_name, "a tensor", type(block_table).__name__, TypeError)
+        expect_dtype(block_table, table_name, INDEX)
+        expect_shape(block_table, table_name, (None, None))
+        expect_device(block_table, table_name, device)
+        expect_contiguous(block_table, table_name)
+        _index_vector(row_request, request_name, rows, device)
+        _index_vector(row_position, position_name, rows, device)
 
     def values():
         _in_range(row_request, request_name, 0, block_table.shape[0])
@@ -202,7 +257,11 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     """
     index_dtype = index_k_dtype_of(index_k_cache, index_k_dtype)
     records = index_records(index_k_cache, index_dtype)
-    if check:
+    if check and not (isinstance(idx_q, _Tensor) and idx_q.dtype in FLOAT_DTYPES and idx_q.dim() == 3
+                      and idx_q.shape[2] == HEAD_DIM and idx_q.shape[1] <= MAX_INDEX_HEADS and idx_q.is_contiguous()
+                      and records.shape[1] == 1 and records.device == idx_q.device
+                      and type(topk) is int and 1 <= topk <= MAX_TOPK and type(init_blocks) is int
+                      and init_blocks >= 0 and type(local_blocks) is int and local_blocks >= 0):
         expect(isinstance(idx_q, torch.Tensor), "idx_q", "a tensor", type(idx_q).__name__, TypeError)
         expect_dtype(idx_q, "idx_q", FLOAT_DTYPES)
         expect(idx_q.dim() == 3, "idx_q", "of shape [rows, index_heads, 128]", list(idx_q.shape))
@@ -215,6 +274,7 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect_int(topk, "topk", 1, MAX_TOPK)
         expect_int(init_blocks, "init_blocks", 0)
         expect_int(local_blocks, "local_blocks", 0)
+    if check:
         check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
         expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
                f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
@@ -245,16 +305,21 @@ def _check_selection_args(topk_blocks, block_table, row_request, row_position, n
                           pages: int | None = None):
     """build_sparse_tables' (and sparse attend's) inputs; host syncs. ``pages``: the page ids a row may see are below
     it (attend: the cache's pages); None: the folded ids ``page * nkv + h`` fit int32."""
-    expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
-           TypeError)
-    expect_dtype(topk_blocks, "topk_blocks", INDEX)
-    expect(topk_blocks.dim() == 3, "topk_blocks", "of shape [kv_heads, rows, topk]", list(topk_blocks.shape))
-    expect_contiguous(topk_blocks, "topk_blocks")
-    nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
-    expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
-    expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
-           topk_blocks.shape[2])
-    ppb = expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
+    if not (isinstance(topk_blocks, _Tensor) and topk_blocks.dtype == torch.int32 and topk_blocks.dim() == 3
+            and topk_blocks.is_contiguous() and type(num_kv_heads) is int and topk_blocks.shape[0] == num_kv_heads
+            and num_kv_heads >= 1 and topk_blocks.shape[2] <= MAX_TOPK and type(pages_per_block) is int
+            and 1 <= pages_per_block <= MAX_PAGES_PER_BLOCK):
+        expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
+               TypeError)
+        expect_dtype(topk_blocks, "topk_blocks", INDEX)
+        expect(topk_blocks.dim() == 3, "topk_blocks", "of shape [kv_heads, rows, topk]", list(topk_blocks.shape))
+        expect_contiguous(topk_blocks, "topk_blocks")
+        nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
+        expect(topk_blocks.shape[0] == nkv, "topk_blocks.shape[0]", f"num_kv_heads = {nkv}", topk_blocks.shape[0])
+        expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
+               topk_blocks.shape[2])
+        expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
+    nkv, ppb = num_kv_heads, pages_per_block
     check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
                (2**31 - 1) // nkv if pages is None else pages, PAGE_SIZE * ppb, ppb)
     blocks_per_row = block_table.shape[1] // ppb
@@ -287,6 +352,14 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
 
 def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -> None:
     """pa_decode's (and attend's) arguments other than the tables: q / out / the caches / the scales."""
+    if (isinstance(q, _Tensor) and isinstance(out, _Tensor) and q.dim() == 3 and q.shape[2] == HEAD_DIM
+            and q.dtype in Q_DTYPES and 1 <= q.shape[1] <= MAX_GROUP and out.dtype == torch.bfloat16
+            and out.shape == q.shape and out.device == q.device and out.is_contiguous() and q.is_contiguous()
+            and k_records.device == q.device and v_records.device == q.device and k_records.shape == v_records.shape
+            and type(softmax_scale) in _NUMBER and math.isfinite(softmax_scale) and softmax_scale > 0
+            and (query_scale is None or (type(query_scale) in _NUMBER and math.isfinite(query_scale)
+                                         and query_scale >= 0))):
+        return  # a query_scale tensor takes the named path: its values are checked once (below)
     for name, tensor in (("q", q), ("out", out)):
         expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
     expect(q.dim() == 3, "q", "of shape [rows, group, 128] (one query token per row: query_length must be 1)",
@@ -351,11 +424,13 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
             expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
         _check_attention(out, q, k_records, v_records, softmax_scale, query_scale)
         rows, device = q.shape[0], q.device
-        expect_dtype(tables, "tables", INDEX)
-        expect_shape(tables, "tables", (rows, None))
-        expect_device(tables, "tables", device)
-        expect_contiguous(tables, "tables")
-        _index_vector(context_lens, "context_lens", rows, device)
+        if not (tables.dtype == torch.int32 and tables.dim() == 2 and tables.shape[0] == rows
+                and tables.device == device and tables.is_contiguous() and _vector_ok(context_lens, rows, device)):
+            expect_dtype(tables, "tables", INDEX)
+            expect_shape(tables, "tables", (rows, None))
+            expect_device(tables, "tables", device)
+            expect_contiguous(tables, "tables")
+            _index_vector(context_lens, "context_lens", rows, device)
         width, pages = tables.shape[1], k_records.shape[0] * k_records.shape[1]
 
         def values():
