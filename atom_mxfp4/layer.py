@@ -278,12 +278,14 @@ class SparseMXFP4Attention:
                               local_blocks=c.local_blocks, index_k_dtype=c.index_k_dtype, backend=self.backend,
                               check=check)
 
-    def validate(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches) -> None:
+    def validate(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches,
+                 weights: dict[str, torch.Tensor] | None = None) -> None:
         """Everything ``forward`` needs, checked before its first cache write, so a refused step leaves the caches
         byte-identical: the fused write's arguments (the same check as the op's) and the metadata every later op
         reads (the checks of index_topk / attend on it; their other inputs are made by the ops before them and are
         valid by construction). Attributes on every call; the metadata's values once per batch (host syncs, only
-        in the first layer that reads them: atom_mxfp4.checked). ``forward(check=True)`` runs it."""
+        in the first layer that reads them: atom_mxfp4.checked). ``forward(check=True)`` runs it, passing the
+        ``weights_on`` it launches with (None: looked up here)."""
         c = self.config
         expect(isinstance(meta, AttentionMetadata), "meta", "an AttentionMetadata", type(meta).__name__, TypeError)
         expect(isinstance(caches, LayerCaches), "caches", "a LayerCaches", type(caches).__name__, TypeError)
@@ -292,10 +294,12 @@ class SparseMXFP4Attention:
                    for name, x in (("k", caches.k), ("v", caches.v))]
         records.append(None if caches.index_k is None else index_records(caches.index_k, c.index_k_dtype,
                                                                           "caches.index_k"))
-        for name, x in zip(("caches.k", "caches.v", "caches.index_k"), records):
-            if x is not None:  # the Hopper / FlyDSL readers refuse others after the write has run: refused here first
-                expect_aligned(x, name, 16, "records are copied in 16-byte units")
-        w = self.weights_on(qkv.device)
+        # the Hopper / FlyDSL readers refuse others after the write has run: refused here first (named only when not)
+        if any([x is not None and x.data_ptr() % 16 for x in records]):
+            for name, x in zip(("caches.k", "caches.v", "caches.index_k"), records):
+                if x is not None:
+                    expect_aligned(x, name, 16, "records are copied in 16-byte units")
+        w = self.weights_on(qkv.device) if weights is None else weights
         ops.check_write_args(qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
                              self.cos_sin_cache(qkv.device), meta.slot_mapping, *records, num_q_heads=c.num_q_heads,
                              num_kv_heads=c.num_kv_heads, num_index_heads=c.index_heads, rotary_dim=c.rotary_dim,
@@ -333,9 +337,9 @@ class SparseMXFP4Attention:
                    and tuple(out.shape) == (num_tokens, c.num_q_heads * c.head_dim) and out.is_contiguous(), "out",
                    f"a contiguous bf16 tensor [{num_tokens}, {c.num_q_heads * c.head_dim}] on {device}",
                    f"{getattr(out, 'dtype', type(out).__name__)} {list(getattr(out, 'shape', []))}")
-        if check:
-            self.validate(qkv, meta, caches)
         w = self.weights_on(device)
+        if check:
+            self.validate(qkv, meta, caches, w)
         q, idx_q = ops.fused_qknorm_rope_write(
             qkv, meta.positions, w["q_norm"], w["k_norm"], w.get("idx_q_norm"), w.get("idx_k_norm"),
             self.cos_sin_cache(device), meta.slot_mapping, caches.k, caches.v, caches.index_k,
