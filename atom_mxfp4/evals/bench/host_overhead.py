@@ -12,7 +12,9 @@ the layer's whole step (sparse and dense). Never asserts a time.
 
 Writes ``<label>.json``, ``<label>.md`` and ``ledger_rows_<label>.csv`` (one row per number, the ledger's columns:
 atom_mxfp4.evals.ledger) into ``--out``; with ``--compare BASE.json`` (the same script run on an earlier commit, in the
-same device call) the table and a plot (``host_overhead.png``) put the two side by side.
+same device call) the table and a plot (``host_overhead.png``) put the two side by side. ``--merge RUN.json ...``
+makes one report of several runs of one tree (host times the fastest): on a noisy machine, runs of the two trees
+alternated, each tree's merged, then compared.
 Runs on any commit of the package that has the four ops, ``attend`` and the layer (the baseline runs it unchanged).
 
 Usage (repo root, atom_mxfp4 importable, a CUDA GPU):
@@ -283,7 +285,12 @@ def main(argv=None) -> int:
                         "largest batch of each backend (profile_<backend>_<batch>_<op>.txt)")
     parser.add_argument("--recorded", action="store_true", help="no GPU: the host path on the CPU up to its "
                         "launches, recorded, none compiled or run (atom_mxfp4.launch.recording); the best of 40 loops")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="RUN.json",
+                        help="no run: one report from runs of one tree (alternated with a baseline's runs on a noisy "
+                             "machine): each host time the fastest of the runs, GPU time their median")
     args = parser.parse_args(argv)
+    if args.merge:
+        return _write(args, merge([json.loads(path.read_text()) for path in args.merge], args, argv))
     if args.recorded:
         return _recorded(args, argv)
     device = torch.device("cuda", torch.cuda.current_device())
@@ -321,6 +328,34 @@ def _recorded(args, argv) -> int:
                                           recorded=True)
                 launches.clear()
     return _write(args, report)
+
+
+def merge(runs: list[dict], args, argv) -> dict:
+    """One report from ``runs`` (the same rows, one tree): host times the fastest of the runs (noise on a shared
+    machine only ever slows a run), GPU times the median, the sync answers of the first run. Refuses runs of other
+    commits or rows, naming them."""
+    first = runs[0]
+    for run in runs[1:]:
+        if run["commit"] != first["commit"] or [_key(r) for r in run["rows"]] != [_key(r) for r in first["rows"]]:
+            raise SystemExit(f"--merge: runs must be of one commit with the same rows, got {first['commit']} and "
+                             f"{run['commit']} ({len(first['rows'])} / {len(run['rows'])} rows)")
+    rows = []
+    for i, row in enumerate(first["rows"]):
+        same = [run["rows"][i] for run in runs]
+        merged = dict(row)
+        for metric in ("host_us_check_False", "host_us_check_True"):
+            merged[metric] = min(r[metric] for r in same)
+        gpu = [r["gpu_us"] for r in same if r["gpu_us"] is not None]
+        merged["gpu_us"] = statistics.median(gpu) if gpu else None
+        rows.append(merged)
+    command = " ".join(argv if argv is not None else sys.argv[1:])
+    return {**first, "label": args.label, "rows": rows,
+            "command": f"{first['command']} x {len(runs)} runs alternated with the baseline's, merged "
+                       f"(host_overhead.py {command})"}
+
+
+def _key(row: dict) -> tuple:
+    return row["backend"], row["batch"], row["context"], row["op"]
 
 
 def _write(args, report: dict) -> int:
