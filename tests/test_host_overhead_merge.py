@@ -29,7 +29,7 @@ def test_runs_merge_into_the_fastest_host_times_and_the_median_gpu_time(tmp_path
     report = json.loads((tmp_path / "out" / "new.json").read_text())
     (row,) = report["rows"]
     assert (row["host_us_check_False"], row["host_us_check_True"], row["gpu_us"]) == (20.0, 40.0, 6.0)
-    assert report["label"] == "new" and "x 3 runs alternated" in report["command"]
+    assert report["label"] == "new" and "x 3 runs merged, host times the fastest" in report["command"]
     ledger = (tmp_path / "out" / "ledger_rows_new.csv").read_text()
     assert "host_us_check_false,20.0" in ledger
 

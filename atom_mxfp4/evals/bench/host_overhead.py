@@ -350,7 +350,7 @@ def merge(runs: list[dict], args, argv) -> dict:
         rows.append(merged)
     command = " ".join(argv if argv is not None else sys.argv[1:])
     return {**first, "label": args.label, "rows": rows,
-            "command": f"{first['command']} x {len(runs)} runs alternated with the baseline's, merged "
+            "command": f"{first['command']} x {len(runs)} runs merged, host times the fastest "
                        f"(host_overhead.py {command})"}
 
 
