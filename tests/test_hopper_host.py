@@ -409,14 +409,24 @@ def test_config_refuses_a_tail_split_count_it_cannot_launch(tail_splits):
 
 
 TAIL = P.HopperConfig(tail_splits=3)
+OFF = P.HopperConfig(tail_splits=0)
 WAVE = TAIL.programs_per_sm * P.H200_SMS  # 396 off the GPU (the H200's SM count)
+
+
+def test_the_default_config_runs_the_split_tail_of_3():
+    assert P.DEFAULT_CONFIG.tail_splits == 3 and P.DEFAULT_CONFIG == TAIL
 
 
 @pytest.mark.parametrize("rows,width,splits,source,want", [
     (512, 64, 1, P.SOURCE_TABLES, (396, 3, 22)),  # 1.29 waves: the last 116 rows as 3 splits of <= 22 pages
     (430, 9, 1, P.SOURCE_DENSE, (396, 3, 3)),
-    (1000, 2, 1, P.SOURCE_TABLES, (792, 2, 1)),  # a 2-page table splits 2 ways
-    (4096, 16, 1, P.SOURCE_TABLES, (3960, 3, 6)),
+    (850, 2, 1, P.SOURCE_TABLES, (792, 2, 1)),  # a 2-page table splits 2 ways
+    (4000, 16, 1, P.SOURCE_TABLES, (3960, 3, 6)),
+    (528, 64, 1, P.SOURCE_TABLES, (396, 3, 22)),  # a last wave of 132 rows: one program per SM, the longest tail
+    (529, 64, 1, P.SOURCE_TABLES, (529, 0, 0)),  # 133 rows: some SM holds two, the launch stays direct
+    (600, 64, 1, P.SOURCE_TABLES, (600, 0, 0)),  # measured slower with the tail (both GPUs)
+    (1024, 16, 1, P.SOURCE_TABLES, (1024, 0, 0)),
+    (4096, 16, 1, P.SOURCE_TABLES, (4096, 0, 0)),  # a last wave of 136 rows
     (396, 64, 1, P.SOURCE_TABLES, (396, 0, 0)),  # one full wave: no tail
     (792, 64, 1, P.SOURCE_TABLES, (792, 0, 0)),  # two full waves
     (300, 64, 1, P.SOURCE_TABLES, (300, 0, 0)),  # less than a wave
@@ -424,9 +434,9 @@ WAVE = TAIL.programs_per_sm * P.H200_SMS  # 396 off the GPU (the H200's SM count
     (512, 16, 1, P.SOURCE_SPARSE, (512, 0, 0)),  # the sparse one launch (fuses only within one program per SM)
     (512, 1, 1, P.SOURCE_TABLES, (512, 0, 0)),  # a one-page table cannot split
 ])
-def test_the_split_tail_takes_the_rows_past_the_last_full_wave(rows, width, splits, source, want):
+def test_the_split_tail_takes_a_last_wave_of_at_most_one_program_per_sm(rows, width, splits, source, want):
     assert P.tail_for(TAIL, rows, width, splits, source, torch.device("cpu")) == want
-    assert P.tail_for(P.DEFAULT_CONFIG, rows, width, splits, source, torch.device("cpu")) == (rows, 0, 0)  # off
+    assert P.tail_for(OFF, rows, width, splits, source, torch.device("cpu")) == (rows, 0, 0)  # off
 
 
 @pytest.mark.parametrize("rows,width", [(397, 2), (512, 64), (1000, 33), (4096, 16), (800, 3)])
@@ -443,17 +453,17 @@ def test_the_split_tail_fits_the_workspace_of_every_launch_the_plan_covers(rows,
 
 
 def test_the_split_tail_refuses_a_plan_whose_workspace_cannot_hold_it():
-    """A default plan switched to the tail afterwards (``with_config``) may hold too few partial slots: refused by
-    name before any launch (its 1000 x 2 launch: 208 tail rows x 2 splits against 132 slots)."""
-    args = _args(rows=1000, width=2, group=16)
+    """A plan made with the tail off, switched to it afterwards (``with_config``), may hold too few partial slots:
+    refused by name before any launch (its 500 x 3 launch: 104 tail rows x 3 splits against 132 slots)."""
+    args = _args(rows=500, width=3, group=16)
     args["k_cache"] = args["k_cache"][:1]  # no page is read: the refusal comes first
     args["v_cache"] = args["v_cache"][:1]
     args["tables"] = torch.zeros_like(args["tables"])
-    plan = hopper.make_plan(1000, 2, 16, "cpu")
+    plan = hopper.make_plan(500, 3, 16, "cpu", config=OFF)
     assert plan.part_out.shape[0] == 132
     with pytest.raises(ValueError) as excinfo:
         _call(args, plan=P.with_config(plan, TAIL))
-    _message(excinfo, "plan workspace", ">= 416", "132")
+    _message(excinfo, "plan workspace", ">= 312", "132")
 
 
 def test_cluster_launch_passes_every_kernel_argument_in_the_kernels_order():
@@ -510,17 +520,17 @@ def test_a_cluster_the_device_cannot_hold_falls_back_to_the_l2_merge(monkeypatch
         assert launched[names.index(name)] is tensor, name
 
 
-@pytest.mark.parametrize("rows,width,begin,tail,pages", [(512, 8, 396, 3, 3), (1000, 2, 792, 2, 1)])
+@pytest.mark.parametrize("rows,width,begin,tail,pages", [(512, 8, 396, 3, 3), (850, 2, 792, 2, 1)])
 def test_the_split_tail_launch(monkeypatch, rows, width, begin, tail, pages):
     """``_launch`` with the tail on: one grid dimension of begin + (rows - begin) x tail programs, SPLIT with the
     TAIL constexpr, no cluster, the tail's split count and pages a split as num_splits / pages_per_split, tail_begin
-    last, the plan's workspace; the default config launches the same call direct, (rows, 1) with TAIL 0 and
+    last, the plan's workspace; with the tail off the same call launches direct, (rows, 1) with TAIL 0 and
     tail_begin 0 (whatever the rows: an int argument of 1 or a multiple of 16 would be another JIT specialisation)."""
     fake = _FakeKernel()
     monkeypatch.setattr(P, "_pa_decode_kernel", fake)
     args = _args(rows=rows, width=width)
     names = list(P.SIGNATURE)
-    for config in (TAIL, P.DEFAULT_CONFIG):
+    for config in (TAIL, OFF):
         plan = hopper.make_plan(rows, width, 16, "cpu", config=config)
         _call(args, plan)
         grid, launched, kwargs = fake.launches.pop()
@@ -560,11 +570,11 @@ def test_the_overlap_reaches_the_kernel_as_a_constexpr_except_in_the_sparse_one_
         assert P.overlap_for(on, source) is (source != P.SOURCE_SPARSE)
     fake = _FakeKernel()
     monkeypatch.setattr(P, "_pa_decode_kernel", fake)
-    args = _args(rows=512, width=8)
+    args = _args(rows=600, width=8)  # a direct launch (its last wave of 204 rows takes no split tail)
     for config in (on, P.DEFAULT_CONFIG):
-        _call(args, hopper.make_plan(512, 8, 16, "cpu", config=config))
+        _call(args, hopper.make_plan(600, 8, 16, "cpu", config=config))
         grid, _, kwargs = fake.launches.pop()
-        assert grid == (512, 1) and kwargs["OVERLAP"] is config.overlap, (config, kwargs)
+        assert grid == (600, 1) and kwargs["OVERLAP"] is config.overlap, (config, kwargs)
     assert "OVERLAP" in P.SIGNATURE
 
 

@@ -65,7 +65,7 @@ VARIANTS = {
     "attend, sparse, cluster of 16 (16 blocks)": dict(config=DEFAULT_CONFIG, source="sparse", topk=16, cluster=16),
     "split, cluster of 4": dict(config=DEFAULT_CONFIG, cluster=4),
     "8 warps, split, cluster of 8": dict(config=HopperConfig(warps=8), cluster=8),
-    # the split tail (pa_decode.tail_for, HopperConfig.tail_splits; off by default): rows before the tail direct, the
+    # the split tail (policy.tail_for, HopperConfig.tail_splits; 3 by default): rows before the tail direct, the
     # tail rows' splits merged through L2, both epilogues in one kernel
     "split tail of 3": dict(config=HopperConfig(tail_splits=3), tail=3),
     "attend, dense, split tail of 3": dict(config=HopperConfig(tail_splits=3), source="dense", tail=3),

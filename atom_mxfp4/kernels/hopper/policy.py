@@ -41,8 +41,9 @@ class HopperConfig:
     cluster: bool | None = None  # the split merge over thread-block clusters (``cluster_for``): None the policy, True
     # wherever the split count allows it (2, 4, 8, 16 splits: one cluster; 32, 48, 64: 2-4), False never (the row's
     # last split merges through L2; the split policy then gives no clustered split counts)
-    tail_splits: int = 0  # the split tail (``tail_for``): 0 off (the default: not yet measured on the H200); 2..16:
-    # a direct launch of more rows than one wave runs the rows past its last full wave as that many splits each
+    tail_splits: int = 3  # the split tail (``tail_for``): 0 off; 2..16: a direct launch of more rows than one wave
+    # runs the rows past its last full wave as that many splits each, where those rows are at most one program per SM
+    # (3: +3-21% at 450 / 512 rows on the H200 and the H100; docs/hopper.md "The split tail")
     overlap: bool = False  # the in-warp page overlap (``overlap_for``, _loop._stream; issue 42 item 3): each warp
     # loads the next page's K code and scale words from shared memory at the end of a page's trip, so the next
     # page's decode and Q.K^T can run before its barrier; the copies keep one trip less of lead. Off by default (not
@@ -193,14 +194,18 @@ def tail_for(config: HopperConfig, rows: int, width: int, splits: int, source: i
     """(tail_begin, tail splits, pages per tail split) of a launch of ``rows`` x ``width`` with ``splits`` splits:
     ``(rows, 0, 0)`` (no tail) unless ``config.tail_splits`` is on, the launch is direct (one split; a sparse attend's
     one launch never is past one program per SM) and its rows fill more than one wave (``programs_per_sm`` x SMs)
-    without filling the last. Then the rows of the last, partial wave, from ``tail_begin`` on, run as the
-    configured splits each (fewer where the table is narrower: ``split_pages``), merged in the launch; the rows
-    before stay one program each. Programs start in id order, so the tail's splits fill the SMs the full waves free,
-    where one program per row would leave most of them with one program (docs/hopper.md "The final profile": 512
-    rows are 1.29 waves of 396). Depends only on (rows, width), like the split, so a plan stays valid for graphs."""
-    wave = config.programs_per_sm * _sms(device)
+    without filling the last, and the last wave's rows are at most one program per SM. Then those rows, from
+    ``tail_begin`` on, run as the configured splits each (fewer where the table is narrower: ``split_pages``), merged
+    in the launch; the rows before stay one program each. Programs start in id order, so the tail's splits fill the
+    SMs the full waves free, where one program per row would leave each SM with at most one program (docs/hopper.md
+    "The final profile": 512 rows are 1.29 waves of 396). A longer tail already holds most SMs with two programs:
+    there the splits measured slower (600 and 1024 rows x 2048 tokens, both GPUs) and the launch stays direct.
+    Depends only on (rows, width), like the split, so a plan stays valid for graphs."""
+    sms = _sms(device)
+    wave = config.programs_per_sm * sms
     tail = rows % wave
-    if config.tail_splits == 0 or splits != 1 or source == SOURCE_SPARSE or rows <= wave or tail == 0:
+    if (config.tail_splits == 0 or splits != 1 or source == SOURCE_SPARSE or rows <= wave or tail == 0
+            or tail > sms):
         return rows, 0, 0
     tail_splits, pages_per_split = split_pages(width, config.tail_splits)
     if tail_splits < 2:
@@ -223,7 +228,7 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     none of them splits). Forced splits: rows x splits. The policy (``num_splits_for``): a launch of r rows splits at
     most max(SMs, wave) // r ways (r x splits <= one wave) and at most MAX_SPLITS, width // MIN_PAGES_PER_SPLIT ways;
     a narrow table (one-page splits) at most r x w <= SMs ways; clustered splits r x splits <= SMs // 2; the split
-    tail (``tail_for``, policy splits only) fewer rows than a wave x tail_splits."""
+    tail (``tail_for``, policy splits only) min(wave - 1, SMs) rows x tail_splits."""
     if num_splits is not None:
         wanted = split_pages(max_table_width, num_splits)[0]
         return num_rows * wanted if wanted > 1 else 0
@@ -239,8 +244,8 @@ def partial_slots(num_rows: int, max_table_width: int, device: torch.device, con
     # over clusters needs fewer, but the plan protocol counts rows x splits)
     clustered = (min(num_rows * min(max_table_width, CLUSTERED_SPLITS[0]), sms // 2)
                  if max_table_width >= CLUSTERED_SPLITS[-1] and config.cluster is not False else 0)
-    # the split tail (``tail_for``): fewer rows than a wave, each taking at most tail_splits slots
-    tail = (wave - 1) * config.tail_splits if config.tail_splits and num_rows > wave else 0
+    # the split tail (``tail_for``): at most one row per SM (and fewer than a wave), each at most tail_splits slots
+    tail = min(wave - 1, sms) * config.tail_splits if config.tail_splits and num_rows > wave else 0
     return max(one_page, wide, clustered, tail)
 
 
