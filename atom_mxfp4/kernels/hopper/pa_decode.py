@@ -29,8 +29,8 @@ reset by that program) merges them in the same launch; or, where the launch fill
 splits run as 1-4 thread-block clusters that merge through distributed shared memory (``_cluster``, ``cluster_for``);
 direct (one program per row, bf16 out) otherwise, except that a direct launch's rows past its last full wave, when
 they are at most one program per SM, run as ``HopperConfig.tail_splits`` splits each (3 by default; ``tail_for``,
-docs/hopper.md "The split tail"). The split count depends only on (rows, table width), so a plan made once is valid for every replay of a CUDA
-graph.
+docs/hopper.md "The split tail"). The split count depends only on (rows, table width), so a plan made once is
+valid for every replay of a CUDA graph.
 Not checked at run time: page ids in range (``atom_mxfp4.ops`` checks with check=True). A length (TABLES) or position
 (DENSE) past the table passes under check=False: the kernel reads it as the whole table and a negative length as 0
 (``_in_table``), so that no entry past the row and no partial slot past the row's is read.
