@@ -439,7 +439,7 @@ def main() -> None:
                              "4, 8); with --split-sweep, every split count at each")
     parser.add_argument("--variant", type=_variant_arg, action="append", default=[], metavar="FIELD=VALUE,...",
                         help="also time the Hopper kernel under these HopperConfig overrides (repeatable), e.g. "
-                             "warps=8,maxnreg=128, tail_splits=3 (a plan made with it: its split and workspace)")
+                             "warps=8,maxnreg=128, tail_splits=0 (a plan made with it: its split and workspace)")
     parser.add_argument("--shapes", metavar="RxC,...",
                         help="the table over these (rows x context tokens) instead of issue 14's rows, e.g. "
                              "512x2048 (the sparse decode's 16 pages at batch 512),450x8192")
