@@ -11,7 +11,7 @@
 # Per step: <NAME>.log (its output), its folder, its exit status and seconds in status.txt. Each collect writes
 # <NAME>.tar.gz per step that ended since the last collect (its folder and log; at most 7 a call, the rest the next
 # call) and status.txt, and prints the status and the tail of the running steps' logs.
-# scripts/device_queue.steps holds the open device work of the issues, in their order.
+# scripts/device_queue.steps holds the open device work of the issues, in the order to run it.
 set -u -o pipefail
 Q=${DEVICE_QUEUE_DIR:-/tmp/device_queue}  # (tests: another folder)
 MODE=${1:?usage: device_queue.sh start STEPS_FILE [SECONDS] | collect SECONDS [final]}

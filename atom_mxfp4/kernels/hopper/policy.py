@@ -43,7 +43,7 @@ class HopperConfig:
     # last split merges through L2; the split policy then gives no clustered split counts)
     tail_splits: int = 3  # the split tail (``tail_for``): 0 off; 2..16: a direct launch of more rows than one wave
     # runs the rows past its last full wave as that many splits each, where those rows are at most one program per SM
-    # (3: +3-21% at 450 / 512 rows on the H200 and the H100; docs/hopper.md "The split tail")
+    # (3: faster there on the H200 and the H100; ledger rows "hopper tail_splits=3", docs/hopper.md "The split tail")
     overlap: bool = False  # the in-warp page overlap (``overlap_for``, _loop._stream; issue 42 item 3): each warp
     # loads the next page's K code and scale words from shared memory at the end of a page's trip, so the next
     # page's decode and Q.K^T can run before its barrier; the copies keep one trip less of lead. Off by default (not
