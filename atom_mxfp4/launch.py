@@ -22,6 +22,10 @@ themselves. Under ``TRITON_INTERPRET=1`` (an ``InterpretedFunction``, no compile
 ``recording()`` replaces every launch of every ``Launcher`` by a record of it (tests on the CPU: the host path of a
 backend runs to its launches, nothing is compiled; tests/test_host_path.py).
 
+``tracing()`` keeps, beside running them, what every launch inside the block was finally given (the compiled kernel,
+the grid, the C launcher's values, the arguments, the launch metadata); ``replay`` launches such a trace again with
+some addresses replaced (atom_mxfp4.replay: a layer's step replayed for the next layer of the batch).
+
 Ground floor: imports torch and the errors; triton is imported on the first compile.
 """
 
@@ -61,6 +65,21 @@ def pow2_at_least(n: int) -> int:
 
 
 _recorded: list[Launch] | None = None  # not None inside ``recording()``: launches are appended, not run
+_traced: list | None = None  # not None inside ``tracing()``: a ``Traced`` per launch (None: one that cannot replay)
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One launch as ``tracing()`` keeps it. ``target``: the ``_Compiled`` it ran (under ``recording()``: the kernel's
+    name); ``grid``: three dimensions; ``values``: what the C launcher got (tensors as addresses); ``args``: the same
+    with the tensors themselves; ``metadata``: the launch metadata (under ``recording()``: the constexprs)."""
+
+    target: object
+    grid: tuple
+    values: tuple
+    args: tuple
+    metadata: object
+    cluster: int = 1
 
 
 @contextlib.contextmanager
@@ -72,6 +91,41 @@ def recording():
         yield _recorded
     finally:
         _recorded = saved
+
+
+@contextlib.contextmanager
+def tracing():
+    """Every ``Launcher`` launch inside the block runs (or is recorded) and is kept (the list yielded): a ``Traced``,
+    or None for one that went through Triton's own launch path (``PLAIN_ENV``, the interpreter: nothing to replay)."""
+    global _traced
+    saved, _traced = _traced, []
+    try:
+        yield _traced
+    finally:
+        _traced = saved
+
+
+def replay(launches: tuple, addresses: tuple, stream: int) -> bool:
+    """Launch ``launches`` again on ``stream``: each ``(target, grid, values, substitutions, metadata, cluster)``
+    (atom_mxfp4.replay builds them from a trace) with ``values[position] = addresses[which] + offset`` for every
+    ``(position, which, offset)`` of its substitutions. False, launching nothing, while a launch hook is set (a hook
+    sees the tensors, which a replay does not have: the caller takes its ordinary path)."""
+    if _recorded is not None:
+        for name, grid, values, substitutions, constexprs, cluster in launches:
+            values = list(values)
+            for position, which, offset in substitutions:
+                values[position] = addresses[which] + offset
+            _recorded.append(Launch(name, grid, tuple(values), constexprs, cluster))
+        return True
+    hooks = launches[0][0].hooks
+    if _hook(hooks.launch_enter_hook) is not None or _hook(hooks.launch_exit_hook) is not None:
+        return False
+    for entry, (x, y, z), values, substitutions, metadata, _ in launches:
+        values = list(values)
+        for position, which, offset in substitutions:
+            values[position] = addresses[which] + offset
+        entry.launch(x, y, z, stream, entry.function, metadata, None, None, None, *values)
+    return True
 
 
 def _bind(args: tuple) -> tuple[tuple, tuple]:
@@ -146,10 +200,14 @@ class Launcher:
     def _launch(self, grid, cluster: int, extra_shared: int, fits, args: tuple, constexprs: dict):
         if _recorded is not None:
             _recorded.append(Launch(self.name, tuple(grid), args, constexprs, cluster))
+            if _traced is not None:
+                _traced.append(Traced(self.name, tuple(grid), _bind(args)[1], args, constexprs, cluster))
             return True
         if self._plain and (cluster == 1 or self._interpreted):
             expect(cluster == 1, "cluster", "1 under TRITON_INTERPRET=1", cluster)
             self.kernel[grid](*args, **constexprs)
+            if _traced is not None:
+                _traced.append(None)
             return True
         spec, values = _bind(args)
         entry = self.compiled(grid, args, constexprs, spec)
@@ -160,6 +218,8 @@ class Launcher:
             if not fits(entry.function, cluster, shared):
                 return False
             metadata = (entry.num_warps, cluster, shared)
+        if _traced is not None:
+            _traced.append(Traced(entry, (tuple(grid) + (1, 1))[:3], values + tail, args + tail, metadata, cluster))
         return entry.run(grid, values + tail, args + tail, metadata)
 
 
@@ -175,8 +235,8 @@ def _refuse_host_tensors(launch: Launcher, args: tuple) -> None:
 class _Compiled:
     """One compiled kernel and what its launches need, bound once."""
 
-    __slots__ = ("kernel", "function", "packed", "num_warps", "shared", "names", "device", "_tails", "_run",
-                 "_hooks")
+    __slots__ = ("kernel", "function", "packed", "num_warps", "shared", "names", "device", "_tails", "launch",
+                 "hooks")
 
     @classmethod
     def of(cls, kernel, grid, args, constexprs, device: int):
@@ -186,7 +246,7 @@ class _Compiled:
         compiled = compiled.result() if hasattr(compiled, "result") else compiled
         self = cls()
         self.kernel = compiled
-        self._run = compiled.run  # loads the module on the current device on first use
+        self.launch = compiled.run  # loads the module on the current device on first use
         self.function = compiled.function
         self.packed = compiled.packed_metadata
         self.num_warps = compiled.metadata.num_warps
@@ -194,7 +254,7 @@ class _Compiled:
         self.names = tuple(kernel.arg_names)
         self._tails = {}
         self.device = device
-        self._hooks = triton.knobs.runtime
+        self.hooks = triton.knobs.runtime
         return self
 
     def tail(self, positional: int) -> tuple:
@@ -211,12 +271,12 @@ class _Compiled:
         """Launch with ``values`` (tensors as their addresses); under a launch hook with ``args`` (the tensors
         themselves, as Triton's own launch passes them: a profiler's hook reads their shapes)."""
         stream = _raw_stream(self.device)
-        enter, leave = _hook(self._hooks.launch_enter_hook), _hook(self._hooks.launch_exit_hook)
+        enter, leave = _hook(self.hooks.launch_enter_hook), _hook(self.hooks.launch_exit_hook)
         grid = tuple(grid) + (1, 1)
         launch_metadata = None
         if enter is not None or leave is not None:
             launch_metadata, values = self.kernel.launch_metadata(grid[:3], stream, *args), args
-        self._run(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter, leave, *values)
+        self.launch(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter, leave, *values)
         return True
 
 

@@ -8,7 +8,12 @@ default 1 and 64 requests of ``--context`` tokens, MiniMax-M3 TP4 rank geometry)
 - **gpu**: the call captured once in a CUDA graph and replayed (median replay time; check=False);
 - **syncs**: whether a layer step issues without a device sync, under ``torch.cuda.set_sync_debug_mode("error")``.
 Ops: the fused write, index_topk, build_sparse_tables, pa_decode (over those tables), attend (sparse and dense) and
-the layer's whole step (sparse and dense). Never asserts a time.
+the layer's whole step (sparse and dense), called again and again on one metadata: from the third call on a replay of
+the traced step (atom_mxfp4.replay), what every layer after the second of a batch costs. ``step_*_ordinary``: the
+same step on its ordinary path (``return_topk=True`` takes it): what the first two layers of a batch cost.
+``model_sparse_per_layer``: a forward batch as a model runner issues it, per layer: a new ``AttentionMetadata`` (the
+same tensors and plans) and ``MODEL_LAYERS`` sparse layers, each with its own caches, the first one checked when
+check=True. Never asserts a time.
 
 Writes ``<label>.json``, ``<label>.md`` and ``ledger_rows_<label>.csv`` (one row per number, the ledger's columns:
 atom_mxfp4.evals.ledger) into ``--out``; with ``--compare BASE.json`` (the same script run on an earlier commit, in the
@@ -41,7 +46,8 @@ from atom_mxfp4.backends import available_backends  # noqa: E402
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
 
 OPS = ("write", "index_topk", "sparse_tables", "pa_decode", "attend_sparse", "attend_dense", "step_sparse",
-       "step_dense")
+       "step_dense", "step_sparse_ordinary", "step_dense_ordinary", "model_sparse_per_layer")
+MODEL_LAYERS = 8  # model_sparse_per_layer: a forward batch of this many sparse layers, per layer
 TARGET_US = {False: 20.0, True: 40.0}  # issue 39: per op, host time per call (check=False / True)
 STEP_TARGET_US = 80.0  # a whole sparse layer step
 
@@ -92,6 +98,14 @@ def _calls(backend: str, batch: int, context: int, device: torch.device, setup_b
     tables, lens = ops.build_sparse_tables(topk, meta.block_table, meta.token_request, positions32, num_kv_heads=1,
                                            backend=made_by)
     scale = cfg.softmax_scale
+    model = _model(backend, cfg, caches[True], w, device)
+
+    def batch_of_layers(check):
+        step = AttentionMetadata(meta.positions, meta.slot_mapping, meta.token_request, meta.block_table,
+                                 plans=meta.plans)
+        for i, (layer, layer_caches) in enumerate(model):
+            layer(qkv[True], step, layer_caches, check=check and i == 0)
+
     return {
         "write": lambda check: ops.fused_qknorm_rope_write(
             qkv[True], meta.positions, w["q_norm"], w["k_norm"], w["idx_q_norm"], w["idx_k_norm"], cos_sin,
@@ -112,7 +126,21 @@ def _calls(backend: str, batch: int, context: int, device: torch.device, setup_b
                                                  softmax_scale=scale, plan=plan, backend=backend, check=check),
         "step_sparse": lambda check: layers[True](qkv[True], meta, caches[True], check=check),
         "step_dense": lambda check: layers[False](qkv[False], meta, caches[False], check=check),
+        "step_sparse_ordinary": lambda check: layers[True](qkv[True], meta, caches[True], check=check,
+                                                           return_topk=True),
+        "step_dense_ordinary": lambda check: layers[False](qkv[False], meta, caches[False], check=check,
+                                                           return_topk=True),
+        "model_sparse_per_layer": batch_of_layers,
     }
+
+
+def _model(backend: str, cfg: LayerConfig, caches: LayerCaches, weights: dict, device: torch.device) -> list:
+    """``MODEL_LAYERS`` sparse layers of one model: their own caches (copies of ``caches``) and norm weights, one
+    RoPE table."""
+    tables: dict = {}
+    return [(SparseMXFP4Attention(cfg, {k: v.clone() for k, v in weights.items()}, backend=backend, rope_tables=tables),
+             LayerCaches(*[type(c)(records=c.records.clone()) for c in (caches.k, caches.v, caches.index_k)]))
+            for _ in range(MODEL_LAYERS)]
 
 
 def _sync() -> None:
@@ -178,10 +206,12 @@ def measure(backend: str, batch: int, context: int, calls: int, device: torch.de
         if profile_dir is not None and op in ("step_sparse", "pa_decode", "write"):
             profile(call, calls, profile_dir / f"profile_{backend}_{batch}_{op}.txt")
         row = {"backend": backend, "batch": batch, "context": context, "op": op}
+        per = MODEL_LAYERS if op == "model_sparse_per_layer" else 1
+        n = max(1, calls // per)
         for check in (False, True):
             call(True)  # the batch's values checked once, as by the first layer of a step
-            row[f"host_us_check_{check}"] = round(host_us(lambda: call(check), calls, best=recorded), 2)
-        row["gpu_us"] = None if recorded else round(graph_time_ms([lambda: call(False)], reps=20) * 1e3, 2)
+            row[f"host_us_check_{check}"] = round(host_us(lambda: call(check), n, best=recorded) / per, 2)
+        row["gpu_us"] = None if recorded else round(graph_time_ms([lambda: call(False)], reps=20) * 1e3 / per, 2)
         if op.startswith("step") and not recorded:
             call(True)  # the batch's metadata checked once (what the first layer of a step does)
             row["sync_check_False"] = syncs(lambda: call(False))

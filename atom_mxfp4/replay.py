@@ -1,0 +1,150 @@
+"""A layer's step replayed for the next layers of the batch (issue 39): the launches, nothing left to decide.
+
+Every layer of one kind in a forward batch runs the same step on the same metadata: the same checks, split policy,
+plan, grids, compiled kernels and scalar arguments; only the layer's own tensors differ (``qkv``, ``out``, the
+caches, the norm weights, the RoPE table). ``SparseMXFP4Attention.forward`` therefore runs the first layer of a batch
+as it always does, traces the second (``launch.tracing``: what each launch was finally given) and replays that trace
+for every later layer: per launch, the traced values with the layer's addresses put in, and the C launch.
+
+A trace is made only where a replay is exactly the call it stands for (``Trace.build`` refuses otherwise):
+
+- every launch went through a compiled kernel of ``atom_mxfp4.launch`` (no Triton-own launch, no FlyDSL launch, at
+  least one launch: the Hopper and Triton backends);
+- the step ran no torch operation beyond allocations and views (``Guard``): a computation on the host path (a table
+  built by torch, a copy) would not be replayed;
+- every tensor argument is either inside one of the layer's tensors (replaced by the same offset into the next
+  layer's) or inside none of them: the batch's metadata, the plan's workspace and the step's intermediate buffers,
+  which later layers then share. They run on the same stream one after the other (a replay happens only on the
+  trace's stream), so each layer's kernels read what its own earlier kernels wrote.
+
+A replay happens only while nothing a traced decision rests on has changed: the metadata tensors (the same objects,
+versions unchanged: an in-place refill makes a new trace), the stream and device, and each of the layer's tensors'
+shape, strides, dtype and address modulo 16 (what the compiled kernels were specialised on). Under CUDA-graph capture
+no trace is made or replayed (buffers made outside a capture would outlive its pool), nor while a launch hook is set.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import launch
+
+REPLAYABLE_BACKENDS = ("hopper", "triton")  # every launch through atom_mxfp4.launch
+
+
+def signature(tensor: torch.Tensor | None) -> tuple | None:
+    """What a replay of a traced step needs unchanged in one of the layer's tensors."""
+    if tensor is None:
+        return None
+    return tensor.shape, tensor.stride(), tensor.dtype, tensor.get_device(), tensor.data_ptr() & 15
+
+
+def _extent(tensor: torch.Tensor) -> int:
+    """Bytes from the tensor's first element past its last (0 when empty)."""
+    if tensor.numel() == 0:
+        return 0
+    return (sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())) + 1) * tensor.element_size()
+
+
+class Guard(TorchDispatchMode):
+    """Watches the torch operations of a step being traced (at the dispatcher: attribute reads such as ``stride()``
+    or ``data_ptr()`` never reach it): allocations and views only. Anything else is work a replay would not repeat
+    (a copy, a table built by torch, a fill): the trace is then refused, naming the first such operation."""
+
+    ALLOCATIONS = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty"}
+
+    def __init__(self):
+        super().__init__()
+        self.refused: str | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.refused is None and not func.is_view and func._schema.name not in self.ALLOCATIONS:
+            self.refused = str(func)
+        return func(*args, **(kwargs or {}))
+
+
+class Trace:
+    """A traced step (module docstring): what it was traced with, and its launches ready for ``launch.replay``."""
+
+    __slots__ = ("meta_state", "refs", "stream", "qkv", "out", "static", "launches", "validated", "keep")
+
+    def __init__(self, meta, stream: int = 0, qkv=None, out=None, static=None, launches: tuple | None = None,
+                 validated: bool = False, keep: tuple = ()):
+        """``launches`` None: the first step of its kind seen on this metadata (the next one is traced); () a step
+        that cannot replay (not traced again for this metadata). ``keep``: the tensors the launches read that are
+        none of the layer's own (intermediate buffers, workspace), held while the trace lives."""
+        self.meta_state = meta_state(meta)
+        self.refs = (meta.positions, meta.slot_mapping, meta.token_request, meta.block_table)
+        self.stream, self.qkv, self.out, self.static = stream, qkv, out, static
+        self.launches, self.validated, self.keep = launches, validated, keep
+
+    @staticmethod
+    def build(traced: list, inputs: tuple) -> tuple[tuple, tuple] | None:
+        """(the replayable launches, the tensors to keep) of ``traced`` (``launch.tracing``'s list), with the tensors
+        of ``inputs`` (the layer's own, in a fixed order; None where the layer has none) as the replaced addresses;
+        None where a replay would not be the same call (module docstring)."""
+        if not traced or any(t is None for t in traced):
+            return None
+        spans = sorted((t.data_ptr(), t.data_ptr() + _extent(t), i) for i, t in enumerate(inputs)
+                       if t is not None and t.numel())
+        if any(spans[j][1] > spans[j + 1][0] for j in range(len(spans) - 1)):
+            return None  # two of the layer's tensors overlap: which one an argument belongs to is not known
+        starts = [span[0] for span in spans]
+        launches, keep = [], []
+        for item in traced:
+            substitutions = []
+            for position, arg in enumerate(item.args):
+                if not isinstance(arg, torch.Tensor):
+                    continue
+                address = arg.data_ptr()
+                j = bisect.bisect_right(starts, address) - 1
+                if j >= 0 and address < spans[j][1]:
+                    substitutions.append((position, spans[j][2], address - spans[j][0]))
+                else:
+                    keep.append(arg)
+            launches.append((item.target, item.grid, tuple(item.values), tuple(substitutions), item.metadata,
+                             item.cluster))
+        return tuple(launches), tuple(keep)
+
+
+PROVEN_LIMIT = 1024
+_proven: dict = {}  # what a step's trace rests on -> whether its Guard found only allocations and views
+
+
+def proven(key: tuple) -> bool | None:
+    """Whether a step traced with ``key`` (the layer's kind, its tensors' signatures, the metadata's layout) ran only
+    allocations and views (None: not known yet: trace it under a ``Guard``). What the host path of a step does is
+    decided by exactly these (the shapes, strides, dtypes and alignments, the backend and config), so a step proven
+    once is traced without the Guard, which costs far more than the step itself."""
+    return _proven.get(key)
+
+
+def prove(key: tuple, clean: bool) -> None:
+    if len(_proven) >= PROVEN_LIMIT:
+        _proven.clear()
+    _proven[key] = clean
+
+
+def layout(meta) -> tuple:
+    """The metadata's tensors' shapes, strides and dtypes (the host path's decisions may rest on them)."""
+    return tuple((t.shape, t.stride(), t.dtype) for t in (meta.positions, meta.slot_mapping, meta.token_request,
+                                                          meta.block_table))
+
+
+def meta_state(meta) -> tuple:
+    """The metadata as a trace depends on it: its tensors (the same objects: a trace holds them, so their ids are
+    not reused while it lives) and their versions. Integers only: a tuple of tensors would compare their values."""
+    p, s, r, b = meta.positions, meta.slot_mapping, meta.token_request, meta.block_table
+    return id(p), id(s), id(r), id(b), p._version, s._version, r._version, b._version
+
+
+def current_stream(tensor: torch.Tensor) -> int:
+    """The current stream of ``tensor``'s device (0 off the GPU): a trace replays only on the stream it was made on."""
+    return launch._raw_stream(tensor.get_device()) if tensor.is_cuda else 0
+
+
+def capturing(tensor: torch.Tensor) -> bool:
+    return tensor.is_cuda and torch.cuda.is_current_stream_capturing()

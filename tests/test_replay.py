@@ -1,0 +1,203 @@
+"""The replayed layer step (atom_mxfp4.replay, issue 39) on the CPU, every launch recorded (nothing compiled).
+
+Three layers of one kind share a batch's metadata: the first runs its ordinary path, the second is traced, the third
+is a replay. A replay must launch what the ordinary path launches for that layer: the same kernels, grids and
+constexprs, the same scalars, the layer's own tensors at the same addresses; the batch's buffers (metadata, plan
+workspace, the step's intermediates) at the traced step's addresses. Anything a trace rests on that changes (the
+metadata refilled in place, another stream, a tensor of another shape, stride or alignment, new weights) takes the
+ordinary path again; so do steps that run torch work on the host path, return_topk, and check=True before a step
+with these signatures was validated. The bits of replayed steps on the GPU: tests/gpu/test_replay_gpu.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from atom_mxfp4 import backends, checked, launch
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+
+pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
+
+import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
+import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The Hopper and Triton backends resolvable on the CPU; every launch recorded (the list yielded)."""
+    for backend in (hopper.HopperBackend, triton_backend.TritonBackend):
+        monkeypatch.setattr(backend, "unavailable", classmethod(lambda cls, device: None))
+    backends._resolve.cache_clear()
+    checked.clear()
+    with launch.recording() as launches:
+        yield launches
+    backends._resolve.cache_clear()
+
+
+def _meta(batch=6, context=700):
+    pages = -(-context // 128)
+    block_table = torch.arange(1, batch * pages + 1, dtype=torch.int32).view(batch, pages)
+    return AttentionMetadata.for_requests(block_table, [context - 1] * batch, [1] * batch), batch * pages + 1
+
+
+class _Layer:
+    """One layer's own tensors: caches, norm weights, qkv and out (distinct storage per layer)."""
+
+    def __init__(self, config, pages, tokens, backend, seed):
+        gen = torch.Generator().manual_seed(seed)
+        names = ("q_norm", "k_norm") + (("idx_q_norm", "idx_k_norm") if config.sparse else ())
+        self.weights = {n: torch.rand(128, generator=gen) for n in names}
+        self.caches = LayerCaches.allocate(config, pages)
+        self.qkv = torch.randn(tokens, config.qkv_width, generator=gen).to(torch.bfloat16)
+        self.out = torch.empty(tokens, config.num_q_heads * 128, dtype=torch.bfloat16)
+        self.layer = SparseMXFP4Attention(config, self.weights, backend=backend)
+
+    def __call__(self, meta, **kw):
+        return self.layer(self.qkv, meta, self.caches, out=self.out, **kw)
+
+    def spans(self):
+        ts = [self.qkv, self.out, *[c.records for c in (self.caches.k, self.caches.v, self.caches.index_k)
+                                    if c is not None], *self.weights.values(), self.layer.cos_sin_cache("cpu")]
+        return [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in ts]
+
+
+def _layers(config, backend, count=4):
+    meta, pages = _meta()
+    return meta, [_Layer(config, pages, meta.num_tokens, backend, seed) for seed in range(count)]
+
+
+def _step(recorded, layer, meta, **kw):
+    recorded.clear()
+    layer(meta, **kw)
+    return list(recorded)
+
+
+def _replayed(records) -> bool:
+    """A replay records the launcher's values (tensors as int addresses); an ordinary launch records the tensors."""
+    return all(not any(isinstance(a, torch.Tensor) for a in r.args) for r in records)
+
+
+def _address(arg):
+    return arg.data_ptr() if isinstance(arg, torch.Tensor) else arg
+
+
+@pytest.mark.parametrize("backend,sparse", [("hopper", True), ("hopper", False), ("triton", True)])
+def test_a_replay_launches_what_the_ordinary_path_launches_for_that_layer(recorded, backend, sparse):
+    config = LayerConfig(sparse=sparse)
+    meta, layers = _layers(config, backend)
+    first, second, third, fourth = layers
+    assert not _replayed(_step(recorded, first, meta))
+    traced = _step(recorded, second, meta)
+    assert not _replayed(traced)
+    replays = [_step(recorded, layer, meta) for layer in (third, fourth)]
+    assert all(_replayed(r) and r for r in replays)
+    # the ordinary path of the same layers, on metadata of their own (new intermediate buffers)
+    for layer, replay in zip((third, fourth), replays):
+        own, _ = _meta()
+        ordinary = _step(recorded, layer, own, return_topk=True)
+        assert [(r.kernel, r.grid, r.constexprs, r.cluster) for r in replay] == \
+               [(r.kernel, r.grid, r.constexprs, r.cluster) for r in ordinary]
+        spans = layer.spans()
+        for got, want, was in zip(replay, ordinary, traced):
+            assert len(got.args) >= len(want.args)  # the replay's values: the arguments, then the constexprs
+            for position, arg in enumerate(want.args):
+                if not isinstance(arg, torch.Tensor):
+                    assert got.args[position] == arg, (got.kernel, position)
+                elif any(lo <= arg.data_ptr() < hi for lo, hi in spans):
+                    assert got.args[position] == arg.data_ptr(), (got.kernel, position)  # the layer's own tensor
+                else:
+                    assert got.args[position] == _address(was.args[position]), (got.kernel, position)  # the batch's
+
+
+def test_a_step_that_runs_torch_work_on_its_host_path_is_not_replayed(recorded):
+    """The Triton dense step builds its tables with torch ops: a replay would not redo them, so none is made."""
+    meta, layers = _layers(LayerConfig(sparse=False), "triton")
+    for layer in layers:
+        assert not _replayed(_step(recorded, layer, meta))
+    assert meta.steps and all(t.launches == () for t in meta.steps.values())
+
+
+def test_what_a_trace_rests_on_changing_takes_the_ordinary_path(recorded):
+    config = LayerConfig()
+    meta, (a, b, c, d) = _layers(config, "hopper")
+    for layer in (a, b):
+        layer(meta)
+    assert _replayed(_step(recorded, c, meta))
+    meta.positions.add_(0)  # refilled in place: its version moves
+    assert not _replayed(_step(recorded, c, meta))  # a new batch: marked again,
+    assert not _replayed(_step(recorded, d, meta))  # traced,
+    assert _replayed(_step(recorded, a, meta))  # replayed
+    # a tensor of another stride, alignment or shape than the traced one
+    strided = torch.empty(b.qkv.shape[0], b.qkv.shape[1] + 8, dtype=torch.bfloat16)[:, :b.qkv.shape[1]]
+    strided.copy_(b.qkv)
+    for qkv in (strided, torch.empty(b.qkv.numel() + 1, dtype=torch.bfloat16)[1:].view_as(b.qkv)):
+        recorded.clear()
+        b.layer(qkv, meta, b.caches, out=b.out, check=False)
+        assert not _replayed(recorded)
+    # new weights (a replaced entry, an in-place update moving elsewhere): the replay reads the new addresses
+    a.layer.weights["q_norm"] = torch.rand(128)
+    got = _step(recorded, a, meta)
+    assert _replayed(got)
+    assert any(a.layer.weights["q_norm"].data_ptr() in r.args for r in got)
+    # return_topk: the ordinary path, its own top-k ids
+    assert not _replayed(_step(recorded, a, meta, return_topk=True))
+
+
+def test_check_true_replays_only_a_validated_trace(recorded):
+    meta, (a, b, c, _) = _layers(LayerConfig(), "hopper")
+    a(meta, check=True)
+    b(meta, check=False)  # traced unchecked
+    assert not _replayed(_step(recorded, c, meta, check=True))  # validated now, on the ordinary path
+    assert _replayed(_step(recorded, c, meta, check=True))
+    assert _replayed(_step(recorded, a, meta, check=True))
+
+
+def test_a_bad_argument_is_still_refused_by_name_after_a_trace(recorded):
+    meta, (a, b, c, _) = _layers(LayerConfig(), "hopper")
+    for layer in (a, b, c):
+        layer(meta)
+    with pytest.raises(ValueError, match="qkv"):
+        c.layer(c.qkv[:, :-8], meta, c.caches, check=True)
+    with pytest.raises(TypeError, match="caches"):
+        c.layer(c.qkv, meta, {"k": c.caches.k}, check=True)
+    with pytest.raises(ValueError, match="out"):
+        c.layer(c.qkv, meta, c.caches, out=c.out[:-1], check=True)
+
+
+def test_no_trace_is_made_or_replayed_where_a_launch_bypasses_the_launcher(recorded, monkeypatch):
+    """Triton's own launch path (ATOM_MXFP4_PLAIN_LAUNCH=1, the interpreter) keeps nothing to replay."""
+    meta, layers = _layers(LayerConfig(), "hopper")
+
+    def plain(self, grid, cluster, extra_shared, fits, args, constexprs):
+        if launch._traced is not None:
+            launch._traced.append(None)
+        return True
+
+    monkeypatch.setattr(launch.Launcher, "_launch", plain)
+    for layer in layers:
+        layer(meta)
+    assert all(t.launches == () for t in meta.steps.values())
+
+
+class _Entry:
+    """A compiled kernel as launch.replay sees it."""
+
+    def __init__(self, hooks):
+        self.function, self.hooks, self.calls = "fn", hooks, []
+
+    def launch(self, *args):
+        self.calls.append(args)
+
+
+def test_launch_replay_puts_each_address_in_and_steps_aside_for_launch_hooks():
+    from types import SimpleNamespace
+
+    hooks = SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    entry = _Entry(hooks)
+    launches = ((entry, (3, 1, 1), (100, 7, 200, 0.5), ((0, 1, 16), (2, 0, 0)), ("meta",), 1),)
+    assert launch.replay(launches, (5000, 9000), stream=42)
+    assert entry.calls == [(3, 1, 1, 42, "fn", ("meta",), None, None, None, 9016, 7, 5000, 0.5)]
+    hooks.launch_enter_hook = lambda *a: None
+    assert not launch.replay(launches, (5000, 9000), stream=42)
+    assert len(entry.calls) == 1
