@@ -124,7 +124,11 @@ def replay(launches: tuple, addresses: tuple, stream: int) -> bool:
         values = list(values)
         for position, which, offset in substitutions:
             values[position] = addresses[which] + offset
-        entry.launch(x, y, z, stream, entry.function, metadata, None, None, None, *values)
+        if entry.direct is not None:
+            c_launch, cooperative, pdl = entry.direct
+            c_launch(x, y, z, stream, entry.function, cooperative, pdl, None, None, metadata, None, None, None, *values)
+        else:
+            entry.launch(x, y, z, stream, entry.function, metadata, None, None, None, *values)
     return True
 
 
@@ -236,7 +240,7 @@ class _Compiled:
     """One compiled kernel and what its launches need, bound once."""
 
     __slots__ = ("kernel", "function", "packed", "num_warps", "shared", "names", "device", "_tails", "launch",
-                 "hooks")
+                 "hooks", "direct")
 
     @classmethod
     def of(cls, kernel, grid, args, constexprs, device: int):
@@ -247,6 +251,7 @@ class _Compiled:
         self = cls()
         self.kernel = compiled
         self.launch = compiled.run  # loads the module on the current device on first use
+        self.direct = _direct(self.launch)
         self.function = compiled.function
         self.packed = compiled.packed_metadata
         self.num_warps = compiled.metadata.num_warps
@@ -273,11 +278,29 @@ class _Compiled:
         stream = _raw_stream(self.device)
         enter, leave = _hook(self.hooks.launch_enter_hook), _hook(self.hooks.launch_exit_hook)
         grid = tuple(grid) + (1, 1)
+        if self.direct is not None and enter is None and leave is None:
+            c_launch, cooperative, pdl = self.direct
+            c_launch(grid[0], grid[1], grid[2], stream, self.function, cooperative, pdl, None, None, metadata, None,
+                     None, None, *values)
+            return True
         launch_metadata = None
         if enter is not None or leave is not None:
             launch_metadata, values = self.kernel.launch_metadata(grid[:3], stream, *args), args
         self.launch(grid[0], grid[1], grid[2], stream, self.function, metadata, launch_metadata, enter, leave, *values)
         return True
+
+
+def _direct(run) -> tuple | None:
+    """(the C launch, cooperative grid, PDL) of Triton's CUDA launcher ``run`` when a launch needs no scratch memory:
+    ``CudaLauncher.__call__`` then only adds those four arguments (and two None scratch pointers) before calling the
+    C launch; a launch calls it directly. None where the launcher is not of that shape (another Triton, a scratch
+    buffer, a stand-in): launched through ``run`` itself."""
+    c_launch = getattr(run, "launch", None)
+    if (c_launch is None or getattr(run, "global_scratch_size", None) != 0
+            or getattr(run, "profile_scratch_size", None) != 0 or not hasattr(run, "launch_cooperative_grid")
+            or not hasattr(run, "launch_pdl")):
+        return None
+    return c_launch, run.launch_cooperative_grid, run.launch_pdl
 
 
 def _hook(hook):

@@ -361,24 +361,18 @@ class SparseMXFP4Attention:
         w = self.weights_on(device)
         if check:
             self.validate(qkv, meta, caches, w)
-        if return_topk or not self._traces_next(qkv, meta, caches, check, out):
+        key = None if return_topk else self._trace_key(qkv, meta, caches, check, out)
+        if key is None:
             topk_blocks = self._launches(qkv, meta, caches, w, out)
             return (out, topk_blocks) if return_topk else out
-        statics, signatures = self._statics(caches, qkv)
-        key = (self._kind, signature(qkv), signature(out), signatures, layout(meta))
         clean = proven(key)
-        if clean is False:
+        with launch.tracing() as traced, (Guard() if clean is None else contextlib.nullcontext()) as guard:
             self._launches(qkv, meta, caches, w, out)
-            built = None
-        else:
-            with launch.tracing() as traced, (Guard() if clean is None else contextlib.nullcontext()) as guard:
-                self._launches(qkv, meta, caches, w, out)
-            if clean is None:
-                prove(key, guard.refused is None)
-            built = None if clean is None and guard.refused else Trace.build(traced, (qkv, out, *statics))
+        if clean is None:
+            prove(key, guard.refused is None)
+        built = None if clean is None and guard.refused else Trace.build(traced, (qkv, out, *self._static[1]))
         launches, keep = built or ((), ())
-        meta.steps[self._kind] = Trace(meta, current_stream(qkv), signature(qkv), signature(out), signatures,
-                                       launches, check, keep)
+        meta.steps[self._kind] = Trace(meta, current_stream(qkv), key[1], key[2], key[3], launches, check, keep)
         return out
 
     __call__ = forward
@@ -428,24 +422,32 @@ class SparseMXFP4Attention:
         self._static = (made, tensors, signatures, tuple([0 if t is None else t.data_ptr() for t in tensors]))
         return tensors, signatures
 
-    def _traces_next(self, qkv, meta, caches, check: bool, out) -> bool:
-        """Whether this (ordinary) step is to be traced: the second of its kind on this metadata, on a backend whose
-        every launch can replay, outside CUDA-graph capture. The first one only leaves a mark; a later ordinary step
-        with check=True and the trace's signatures marks the trace validated."""
+    def _trace_key(self, qkv, meta, caches, check: bool, out) -> tuple | None:
+        """What this ordinary step's trace rests on (replay.proven's key) when it is to be traced, else None: on a
+        backend whose every launch can replay, outside CUDA-graph capture, the first step of its kind on this
+        metadata when a step of this key was proven to run only allocations and views (atom_mxfp4.replay), else the
+        second one (the first leaves a mark; the second is traced under the Guard). A later ordinary step with
+        check=True and the trace's signatures marks the trace validated."""
         if not isinstance(meta, AttentionMetadata) or capturing(qkv):
-            return False
+            return None
         seen = meta.steps.get(self._kind)
-        if seen is None or seen.meta_state != meta_state(meta):
+        first = seen is None or seen.meta_state != meta_state(meta)
+        if not first and seen.launches is not None:
+            if check and seen.launches and not seen.validated and self._matches(seen, qkv, caches, out):
+                seen.validated = True
+            return None
+        if resolve_backend(self.backend, qkv.device).name not in REPLAYABLE_BACKENDS:
+            meta.steps[self._kind] = Trace(meta, launches=())  # its launches cannot replay: not asked again
+            return None
+        key = (self._kind, signature(qkv), signature(out), self._statics(caches, qkv)[1], layout(meta))
+        clean = proven(key)
+        if clean is False:
+            meta.steps[self._kind] = Trace(meta, launches=())
+            return None
+        if first and clean is None:
             meta.steps[self._kind] = Trace(meta)
-            return False
-        if seen.launches is None:
-            if resolve_backend(self.backend, qkv.device).name in REPLAYABLE_BACKENDS:
-                return True
-            seen.launches = ()  # its launches cannot replay: not asked again for this metadata
-            return False
-        if check and seen.launches and not seen.validated and self._matches(seen, qkv, caches, out):
-            seen.validated = True
-        return False
+            return None
+        return key
 
     def _matches(self, trace: Trace, qkv, caches, out) -> bool:
         return (trace.static == self._statics(caches, qkv)[1] and signature(qkv) == trace.qkv

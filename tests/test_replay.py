@@ -1,7 +1,8 @@
 """The replayed layer step (atom_mxfp4.replay, issue 39) on the CPU, every launch recorded (nothing compiled).
 
-Three layers of one kind share a batch's metadata: the first runs its ordinary path, the second is traced, the third
-is a replay. A replay must launch what the ordinary path launches for that layer: the same kernels, grids and
+Layers of one kind share a batch's metadata: the first runs its ordinary path, the second is traced (under the Guard),
+the third is a replay; once a step of that layout was proven, the first layer of the next batch is traced (no Guard)
+and the second replays. A replay must launch what the ordinary path launches for that layer: the same kernels, grids and
 constexprs, the same scalars, the layer's own tensors at the same addresses; the batch's buffers (metadata, plan
 workspace, the step's intermediates) at the traced step's addresses. Anything a trace rests on that changes (the
 metadata refilled in place, another stream, a tensor of another shape, stride or alignment, new weights) takes the
@@ -14,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from atom_mxfp4 import backends, checked, launch
+from atom_mxfp4 import backends, checked, launch, replay
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
@@ -30,9 +31,11 @@ def recorded(monkeypatch):
         monkeypatch.setattr(backend, "unavailable", classmethod(lambda cls, device: None))
     backends._resolve.cache_clear()
     checked.clear()
+    replay._proven.clear()  # no step proven yet: the first of a batch leaves a mark, the second is traced
     with launch.recording() as launches:
         yield launches
     backends._resolve.cache_clear()
+    replay._proven.clear()
 
 
 def _meta(batch=6, context=700):
@@ -92,6 +95,9 @@ def test_a_replay_launches_what_the_ordinary_path_launches_for_that_layer(record
     assert not _replayed(traced)
     replays = [_step(recorded, layer, meta) for layer in (third, fourth)]
     assert all(_replayed(r) and r for r in replays)
+    # the next batch (new metadata, the same layout): proven, so its first layer is traced, the second replays
+    after, _ = _meta()
+    assert not _replayed(_step(recorded, first, after)) and _replayed(_step(recorded, second, after))
     # the ordinary path of the same layers, on metadata of their own (new intermediate buffers)
     for layer, replay in zip((third, fourth), replays):
         own, _ = _meta()
@@ -125,9 +131,8 @@ def test_what_a_trace_rests_on_changing_takes_the_ordinary_path(recorded):
         layer(meta)
     assert _replayed(_step(recorded, c, meta))
     meta.positions.add_(0)  # refilled in place: its version moves
-    assert not _replayed(_step(recorded, c, meta))  # a new batch: marked again,
-    assert not _replayed(_step(recorded, d, meta))  # traced,
-    assert _replayed(_step(recorded, a, meta))  # replayed
+    assert not _replayed(_step(recorded, c, meta))  # a new batch: traced again (its layout proven),
+    assert _replayed(_step(recorded, d, meta))  # replayed
     # a tensor of another stride, alignment or shape than the traced one
     strided = torch.empty(b.qkv.shape[0], b.qkv.shape[1] + 8, dtype=torch.bfloat16)[:, :b.qkv.shape[1]]
     strided.copy_(b.qkv)
@@ -184,7 +189,7 @@ class _Entry:
     """A compiled kernel as launch.replay sees it."""
 
     def __init__(self, hooks):
-        self.function, self.hooks, self.calls = "fn", hooks, []
+        self.function, self.hooks, self.calls, self.direct = "fn", hooks, [], None
 
     def launch(self, *args):
         self.calls.append(args)
@@ -201,3 +206,34 @@ def test_launch_replay_puts_each_address_in_and_steps_aside_for_launch_hooks():
     hooks.launch_enter_hook = lambda *a: None
     assert not launch.replay(launches, (5000, 9000), stream=42)
     assert len(entry.calls) == 1
+
+
+class _CudaLauncher:
+    """Triton 3.6's CudaLauncher as launch._direct reads it: its C launch and the launch's four fixed arguments."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid, launch_pdl = False, True
+
+    def __init__(self):
+        self.c_calls, self.py_calls = [], []
+        self.launch = lambda *args: self.c_calls.append(args)
+
+    def __call__(self, *args):
+        self.py_calls.append(args)
+
+
+def test_a_launch_without_scratch_memory_calls_the_c_launch_with_what_cudalauncher_would_add():
+    run = _CudaLauncher()
+    c_launch, cooperative, pdl = launch._direct(run)
+    assert (cooperative, pdl) == (False, True)
+    run.global_scratch_size = 256  # a kernel with scratch memory: through CudaLauncher.__call__, which allocates it
+    assert launch._direct(run) is None
+    assert launch._direct(lambda *args: None) is None  # a launcher of another shape
+    from types import SimpleNamespace
+
+    entry = _Entry(SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None))
+    run.global_scratch_size = 0
+    entry.direct = launch._direct(run)
+    assert launch.replay(((entry, (2, 1, 1), (10, 3), ((0, 0, 8),), ("meta",), 1),), (4000,), stream=9)
+    assert run.c_calls == [(2, 1, 1, 9, "fn", False, True, None, None, ("meta",), None, None, None, 4008, 3)]
+    assert entry.calls == [] and run.py_calls == []
