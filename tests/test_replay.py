@@ -99,13 +99,13 @@ def test_a_replay_launches_what_the_ordinary_path_launches_for_that_layer(record
     after, _ = _meta()
     assert not _replayed(_step(recorded, first, after)) and _replayed(_step(recorded, second, after))
     # the ordinary path of the same layers, on metadata of their own (new intermediate buffers)
-    for layer, replay in zip((third, fourth), replays):
+    for layer, replayed in zip((third, fourth), replays):
         own, _ = _meta()
         ordinary = _step(recorded, layer, own, return_topk=True)
-        assert [(r.kernel, r.grid, r.constexprs, r.cluster) for r in replay] == \
+        assert [(r.kernel, r.grid, r.constexprs, r.cluster) for r in replayed] == \
                [(r.kernel, r.grid, r.constexprs, r.cluster) for r in ordinary]
         spans = layer.spans()
-        for got, want, was in zip(replay, ordinary, traced):
+        for got, want, was in zip(replayed, ordinary, traced):
             assert len(got.args) >= len(want.args)  # the replay's values: the arguments, then the constexprs
             for position, arg in enumerate(want.args):
                 if not isinstance(arg, torch.Tensor):

@@ -82,7 +82,7 @@ def _irregular_lens(gen, rows, width):
     lens = torch.randint(0, width * 128 + 1, (rows,), generator=gen).tolist()
     lens[0], lens[-1] = width * 128, 0 if rows > 1 else width * 128
     if rows > 3:
-        lens[1], lens[2] = 1, 129
+        lens[1], lens[2] = 1, min(129, width * 128)  # one token; one into its second page where there is one
     return lens
 
 
