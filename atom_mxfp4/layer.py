@@ -27,7 +27,7 @@ from .index_k import DEFAULT_INDEX_K_DTYPE, IndexKDtype
 from .layout import HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_TOPK, PAGE_SIZE, qkv_width
 from .plan import DecodePlan, plan_device
 from .replay import (REPLAYABLE_BACKENDS, Guard, Trace, capturing, current_stream, layout, meta_state, prove, proven,
-                     signature)
+                     retain, signature)
 from .rope import rope_cos_sin
 
 MAX_POSITION = 2**31 - 1  # positions go to the top-k ops as int32
@@ -372,7 +372,10 @@ class SparseMXFP4Attention:
             prove(key, guard.refused is None)
         built = None if clean is None and guard.refused else Trace.build(traced, (qkv, out, *self._static[1]))
         launches, keep = built or ((), ())
-        meta.steps[self._kind] = Trace(meta, current_stream(qkv), key[1], key[2], key[3], launches, check, keep)
+        trace = meta.steps[self._kind] = Trace(meta, current_stream(qkv), key[1], key[2], key[3], launches, check,
+                                               keep)
+        if launches:
+            retain(trace)
         return out
 
     __call__ = forward

@@ -26,6 +26,7 @@ no trace is made or replayed (buffers made outside a capture would outlive its p
 from __future__ import annotations
 
 import bisect
+import collections
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -111,6 +112,8 @@ class Trace:
 
 
 PROVEN_LIMIT = 1024
+RETAINED = 16  # traces that hold their buffers at once, the newest (a runner's batch: one per kind of layer)
+_retained: collections.deque = collections.deque()
 _proven: dict = {}  # what a step's trace rests on -> whether its Guard found only allocations and views
 
 
@@ -132,6 +135,16 @@ def layout(meta) -> tuple:
     """The metadata's tensors' shapes, strides and dtypes (the host path's decisions may rest on them)."""
     return tuple((t.shape, t.stride(), t.dtype) for t in (meta.positions, meta.slot_mapping, meta.token_request,
                                                           meta.block_table))
+
+
+def retain(trace: "Trace") -> None:
+    """Keep ``trace``'s buffers; the oldest of more than RETAINED traces lets go of its own (its metadata's next step
+    is traced again). A runner keeps metadata for each decode batch size it served: without a bound, each would hold
+    a step's intermediate buffers for as long as the runner lives."""
+    _retained.append(trace)
+    while len(_retained) > RETAINED:
+        old = _retained.popleft()
+        old.launches, old.keep = None, ()
 
 
 def meta_state(meta) -> tuple:

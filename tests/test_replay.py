@@ -237,3 +237,22 @@ def test_a_launch_without_scratch_memory_calls_the_c_launch_with_what_cudalaunch
     assert launch.replay(((entry, (2, 1, 1), (10, 3), ((0, 0, 8),), ("meta",), 1),), (4000,), stream=9)
     assert run.c_calls == [(2, 1, 1, 9, "fn", False, True, None, None, ("meta",), None, None, None, 4008, 3)]
     assert entry.calls == [] and run.py_calls == []
+
+
+def test_at_most_retained_traces_hold_their_buffers(recorded, monkeypatch):
+    """A runner keeps metadata per decode batch size: the oldest traces let go of their buffers (and are traced again
+    at their next step), so only the newest RETAINED hold a step's intermediates."""
+    monkeypatch.setattr(replay, "RETAINED", 2)
+    monkeypatch.setattr(replay, "_retained", __import__("collections").deque())
+    config = LayerConfig()
+    _, pages = _meta()
+    metas = [_meta()[0] for _ in range(3)]
+    layers = [_Layer(config, pages, metas[0].num_tokens, "hopper", seed) for seed in range(3)]
+    for meta in metas:
+        for layer in layers:
+            layer(meta)
+    held = [bool(next(iter(m.steps.values())).launches) for m in metas]
+    assert held == [False, True, True]
+    assert next(iter(metas[0].steps.values())).keep == ()
+    assert not _replayed(_step(recorded, layers[2], metas[0]))  # traced again,
+    assert _replayed(_step(recorded, layers[1], metas[0]))  # then replayed
