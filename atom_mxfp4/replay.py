@@ -117,18 +117,24 @@ _retained: collections.deque = collections.deque()
 _proven: dict = {}  # what a step's trace rests on -> whether its Guard found only allocations and views
 
 
+REFUSALS = 3  # a layout whose trace the Guard refused this many times is not traced again (proven False)
+
+
 def proven(key: tuple) -> bool | None:
-    """Whether a step traced with ``key`` (the layer's kind, its tensors' signatures, the metadata's layout) ran only
-    allocations and views (None: not known yet: trace it under a ``Guard``). What the host path of a step does is
-    decided by exactly these (the shapes, strides, dtypes and alignments, the backend and config), so a step proven
-    once is traced without the Guard, which costs far more than the step itself."""
-    return _proven.get(key)
+    """Whether a step traced with ``key`` (the layer's kind, its tensors' signatures, the metadata's layout) runs only
+    allocations and views: True once a Guard found so, False once Guards refused it ``REFUSALS`` times (a refusal
+    can be passing: a batch's tables made on the traced step instead of the one before it), None while not known
+    (trace it under a ``Guard``). What the host path of a step does is decided by exactly these (the shapes, strides,
+    dtypes and alignments, the backend and config), so a step proven once is traced without the Guard, which costs
+    far more than the step itself."""
+    found = _proven.get(key)
+    return found if found is True or found is None else (False if found >= REFUSALS else None)
 
 
 def prove(key: tuple, clean: bool) -> None:
     if len(_proven) >= PROVEN_LIMIT:
         _proven.clear()
-    _proven[key] = clean
+    _proven[key] = True if clean else _proven.get(key, 0) + 1
 
 
 def layout(meta) -> tuple:

@@ -116,12 +116,36 @@ def test_a_replay_launches_what_the_ordinary_path_launches_for_that_layer(record
                     assert got.args[position] == _address(was.args[position]), (got.kernel, position)  # the batch's
 
 
-def test_a_step_that_runs_torch_work_on_its_host_path_is_not_replayed(recorded):
-    """The Triton dense step builds its tables with torch ops: a replay would not redo them, so none is made."""
+def test_a_step_that_runs_torch_work_on_its_host_path_is_not_replayed(recorded, monkeypatch):
+    """The Triton dense step builds its tables with torch ops (once per batch: ops.dense_tables keeps them). With
+    nothing kept, every step runs them: the Guard refuses the trace, and no layer replays."""
+    from atom_mxfp4 import ops
+
+    monkeypatch.setattr(ops, "DENSE_TABLES_KEPT", 0)
     meta, layers = _layers(LayerConfig(sparse=False), "triton")
     for layer in layers:
         assert not _replayed(_step(recorded, layer, meta))
     assert meta.steps and all(t.launches == () for t in meta.steps.values())
+    monkeypatch.setattr(ops, "DENSE_TABLES_KEPT", 4)  # kept again: the next batch's dense steps replay
+    again, _ = _meta()
+    replays = [_replayed(_step(recorded, layer, again)) for layer in layers]
+    assert replays == [False, False, True, True]
+
+
+def test_dense_tables_are_made_once_per_batch():
+    from atom_mxfp4 import ops
+
+    meta, _ = _meta()
+    rows = meta.row_position
+    first = ops.dense_tables(meta.block_table, meta.token_request, rows, num_kv_heads=1)
+    assert ops.dense_tables(meta.block_table, meta.token_request, rows, num_kv_heads=1) is first
+    two = ops.dense_tables(meta.block_table, meta.token_request, rows, num_kv_heads=2)
+    assert two is not first and two[0].shape[0] == 2 * first[0].shape[0]
+    meta.block_table[0, 0] = 5  # an in-place write: a new version, new tables
+    after = ops.dense_tables(meta.block_table, meta.token_request, rows, num_kv_heads=1)
+    assert after is not first and int(after[0][0, 0]) == 5
+    want = meta.block_table.index_select(0, meta.token_request.int())
+    assert torch.equal(after[0], want) and torch.equal(after[1], rows + 1)
 
 
 def test_what_a_trace_rests_on_changing_takes_the_ordinary_path(recorded):
