@@ -451,7 +451,7 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
 
 # ----------------------------------------------------------------------------------------------------------------
 DENSE_TABLES_KEPT = 4  # dense_tables: the newest results kept (one per batch's metadata; the dense layers share it)
-_dense_kept: list = []  # [(key, the inputs (weak references), (tables, context_lens))], newest last
+_dense_kept: list = []  # [(key, the inputs (weak refs), (tables, context_lens), their versions)], newest last
 
 
 def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
@@ -470,9 +470,10 @@ def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
     key = (num_kv_heads, *[(id(t), t._version, t.data_ptr(), t.shape) for t in inputs])
     capturing = block_table.is_cuda and torch.cuda.is_current_stream_capturing()
     if not capturing:
-        for kept_key, refs, result in reversed(_dense_kept):
-            if kept_key == key and all(ref() is t for ref, t in zip(refs, inputs)):
-                return result
+        for kept_key, refs, result, versions in reversed(_dense_kept):
+            if (kept_key == key and all(ref() is t for ref, t in zip(refs, inputs))
+                    and versions == (result[0]._version, result[1]._version)):
+                return result  # (a caller's in-place write into the returned tables makes new ones)
     pages = block_table.index_select(0, row_request.to(torch.int32))  # [T, W] int32
     lens = row_position.to(torch.int32) + 1
     if num_kv_heads == 1:
@@ -482,7 +483,7 @@ def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
         tables = (pages[:, None, :] * num_kv_heads + heads[None, :, None]).reshape(-1, pages.shape[1])
         result = tables, lens.repeat_interleave(num_kv_heads)
     if not capturing:
-        _dense_kept.append((key, [weakref.ref(t) for t in inputs], result))
+        _dense_kept.append((key, [weakref.ref(t) for t in inputs], result, (result[0]._version, result[1]._version)))
         del _dense_kept[:max(0, len(_dense_kept) - DENSE_TABLES_KEPT)]
     return result
 

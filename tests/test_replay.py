@@ -146,6 +146,9 @@ def test_dense_tables_are_made_once_per_batch():
     assert after is not first and int(after[0][0, 0]) == 5
     want = meta.block_table.index_select(0, meta.token_request.int())
     assert torch.equal(after[0], want) and torch.equal(after[1], rows + 1)
+    after[0].zero_()  # a caller writing into what it got: not returned again
+    fresh = ops.dense_tables(meta.block_table, meta.token_request, rows, num_kv_heads=1)
+    assert fresh is not after and torch.equal(fresh[0], want)
 
 
 def test_what_a_trace_rests_on_changing_takes_the_ordinary_path(recorded):
