@@ -415,3 +415,41 @@ def test_duplicate_slot_message_stays_short():
     with pytest.raises(ValueError) as info:
         _distinct_slots(torch.zeros(8192, dtype=torch.int64) + 5)
     assert "(8192 tokens)" in str(info.value) and len(str(info.value)) < 300
+
+
+def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch):
+    """In the backend as SGLang drives it (one AttentionMetadata per forward, the layers' configs shared per kind), the
+    third sparse layer call of a batch on the Hopper backend is a replay of the traced one (atom_mxfp4.replay), the
+    launches recorded on the CPU (tests/test_replay.py checks what a replay launches)."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+
+    from atom_mxfp4 import backends, checked, launch, replay
+    from atom_mxfp4.kernels.hopper import HopperBackend
+    from atom_mxfp4.kernels.triton import TritonBackend
+
+    for kind in (HopperBackend, TritonBackend):
+        monkeypatch.setattr(kind, "unavailable", classmethod(lambda cls, device: None))
+    backends._resolve.cache_clear()
+    checked.clear()
+    replay._proven.clear()
+    try:
+        backend, req_to_token = make_setup()
+        backend.kernel_backend = "hopper"
+        backend.layers.clear()
+        gen = torch.Generator().manual_seed(13)
+        sparse_module = StandInAttention(1, True, (backend.configs[True].num_q_heads
+                                                   + 2 * backend.configs[True].num_kv_heads) * 128, gen)
+        fb = forward_batch(backend, req_to_token, {0: 0, 1: 0}, {0: 40, 1: 3})
+        backend.init_forward_metadata(fb)
+        replayed = []
+        with launch.recording() as launches, forward_context(ForwardContext(attn_backend=backend)):
+            for _ in range(4):
+                launches.clear()
+                hidden = torch.randn(fb.positions.numel(), backend.configs[True].qkv_width, generator=gen).bfloat16()
+                MiniMaxM3Attention.forward(sparse_module, fb.positions, hidden, fb)
+                assert launches, "nothing launched"
+                replayed.append(all(not isinstance(a, torch.Tensor) for r in launches for a in r.args))
+        assert replayed == [False, False, True, True]  # marked (first checked), traced, replayed
+    finally:
+        backends._resolve.cache_clear()
+        replay._proven.clear()
