@@ -143,7 +143,9 @@ elif [ "$MODE" = speed ]; then
   for entry in $SERVERS; do
     label=${entry%%:*}; flags=${entry#*:}
     site=$SITE; [ "${label#base-}" != "$label" ] && site=/tmp/sgl_site_base  # the server's package; the driver: ours
-    timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed --server-env PYTHONPATH=$site \
+    # the server's PYTHONPATH: the environment's (tests/sglang_env's stand-ins first), with its site swapped in
+    timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed \
+      --server-env "PYTHONPATH=${PYTHONPATH/$SITE/$site}" \
       -- $COMMON --kv-cache-dtype mxfp4 $flags || STATUS=1
   done
   python3 - "$RES" "${BASE_COMMIT:-base}" <<'PY' || STATUS=1
