@@ -134,7 +134,7 @@ elif [ "$MODE" = speed ]; then
   # issue 39: what eager attention costs a user: the speed scenario (decode tokens/s at 8 and 64 concurrent, TTFT at
   # 2K / 8K prompt tokens) on the default server (CUDA graphs) and with --disable-cuda-graph; with a baseline tree
   # carried in .base (BASE_COMMIT), its eager server too, installed into a copy of the same site
-  SERVERS="graphs: eager:--disable-cuda-graph"
+  SERVERS=${SPEED_SERVERS-"graphs: eager:--disable-cuda-graph"}  # SPEED_SERVERS="": the baseline alone
   if [ "${SPEED_BASE:-1}" = 1 ] && [ -f "$ROOT/.base/pyproject.toml" ]; then  # SPEED_BASE=0: not the baseline
     rm -rf /tmp/sgl_site_base && cp -r "$SITE" /tmp/sgl_site_base
     python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade \

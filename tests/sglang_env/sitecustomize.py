@@ -2,6 +2,8 @@
 detokenizer subprocesses): test equipment only.
 
 - torchvision: where it cannot load (the CPU machine), SGLang's module-level imports get inert stand-ins.
+- datasets (Hugging Face): where it is not installed (the lent GPU's image), an inert module whose ``load_dataset``
+  refuses: SGLang's benchmark client imports it at module level, the ``random-ids`` dataset needs none of it.
 - ``ATOM_SGLANG_ENV_NO_JIT=1`` (the H200): when ``sglang.srt.models.minimax_m3`` is imported, its module flag
   ``_is_cuda`` is set False, which keeps MiniMax-M3 on its portable paths (separate q/k/v and index projections, torch
   QK-norm + RoPE for SGLang's own backend, no alt stream): the fused paths need SGLang's JIT CUDA kernels, built
@@ -23,6 +25,31 @@ try:
     torchvision_stand_in.install()
 except Exception as error:  # never break interpreter start-up; say why
     print(f"[tests/sglang_env] torchvision stand-in not installed: {error}", file=sys.stderr)
+
+
+class _Fallback(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Last on ``sys.meta_path``: an inert ``datasets`` where no other finder has the Hugging Face package (the lent
+    GPU's image: SGLang's benchmark client imports it at module level for its MMMU / LongBench datasets; the
+    ``random-ids`` dataset of atom_mxfp4.evals.serving needs none of it). Its ``load_dataset`` says so."""
+
+    NAME = "datasets"
+
+    def find_spec(self, fullname, path, target=None):
+        import importlib.util
+        return importlib.util.spec_from_loader(fullname, self) if fullname == self.NAME else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        def load_dataset(*args, **kwargs):
+            raise ModuleNotFoundError("the Hugging Face 'datasets' package is not installed here (tests/sglang_env "
+                                      "stand-in: only datasets that need no download, e.g. random-ids, can run)")
+        module.load_dataset = load_dataset
+        module.__stand_in__ = True
+
+
+sys.meta_path.append(_Fallback())
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
