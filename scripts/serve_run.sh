@@ -153,17 +153,24 @@ import json, pathlib, sys
 res, base = pathlib.Path(sys.argv[1]), sys.argv[2]
 runs = {p.stem[len("speed-"):]: json.loads(p.read_text()) for p in sorted(res.glob("speed-*.json"))}
 keys = ["decode_c8", "decode_c64", "ttft_2048_ms", "ttft_8192_ms"]
-lines = ["| server | decode tok/s, 8 at once | decode tok/s, 64 at once | TTFT 2K prompt (ms) | TTFT 8K prompt (ms) |",
-         "|---|---:|---:|---:|---:|"]
+lines = ["| server | decode tok/s, 8 at once | ms / output token, 8 | decode tok/s, 64 at once | ms / output token, 64 "
+         "| TTFT 2K prompt (ms) | TTFT 8K prompt (ms) |", "|---|---:|---:|---:|---:|---:|---:|"]
 for label, run in runs.items():
     speed = run.get("scenarios", {}).get("speed", {})
-    cells = [speed.get(k, {}).get("output_tokens_per_s") if k.startswith("decode") else speed.get(k) for k in keys]
+    cells = []
+    for k in keys:
+        if k.startswith("decode"):
+            cells += [speed.get(k, {}).get("output_tokens_per_s"), speed.get(k, {}).get("ms_per_output_token")]
+        else:
+            cells.append(speed.get(k))
     lines.append(f"| {label}{' (' + base + ')' if label.startswith('base') else ''} | "
                  + " | ".join("-" if c is None else str(c) for c in cells) + " |")
 graphs, eager = (runs.get(k, {}).get("scenarios", {}).get("speed", {}) for k in ("graphs", "eager"))
 if graphs and eager:
     for k in keys[:2]:
-        lines.append(f"\n{k}: graphs / eager = {graphs[k]['output_tokens_per_s'] / eager[k]['output_tokens_per_s']:.2f}x")
+        lines.append(f"\n{k}: graphs / eager = {graphs[k]['output_tokens_per_s'] / eager[k]['output_tokens_per_s']:.2f}x "
+                     f"(tokens/s), {eager[k]['ms_per_output_token'] / graphs[k]['ms_per_output_token']:.2f}x "
+                     "(ms per output token)")
     lines.append(f"TTFT 8K: eager / graphs = {eager['ttft_8192_ms'] / graphs['ttft_8192_ms']:.2f}x")
 (res / "speed.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))

@@ -53,6 +53,22 @@ def test_real_server_default_settings(server):
     assert "memory leak" not in log
 
 
+def test_speed_scenario_end_to_end(server, monkeypatch):
+    """The speed scenario (scripts/serve_run.sh speed: graphs on / off on the GPU) against the real server, at CPU
+    sizes: every request finishes with its length; the decode rate counts the window after the last first token."""
+    from atom_mxfp4.evals import serve_check
+    monkeypatch.setattr(serve_check, "SPEED_CONCURRENCY", (3,))
+    monkeypatch.setattr(serve_check, "SPEED_PROMPT", 64)
+    monkeypatch.setattr(serve_check, "SPEED_OUTPUT", 12)
+    monkeypatch.setattr(serve_check, "SPEED_TTFT", (300,))
+    ctx = Context(server, vocab=256, chunk=CHUNK, burst=4, max_prompt=400, long_decode=16)
+    record = run_scenarios(ctx, ("speed",))["speed"]
+    assert record["ok"], record
+    decode = record["decode_c3"]
+    assert decode["output_tokens_per_s"] > 0 and decode["ms_per_output_token"] > 0
+    assert decode["first_token_spread_ms"] >= 0 and record["ttft_300_ms"] > 0
+
+
 def test_rust_tree_core_check_detects_the_h200_failure_mode():
     """On the H200 (torch 2.11) SGLang's prebuilt Rust radix tree read an int64 insert value as another dtype and
     the scheduler died at the first cached prefix. The harness's check passes where the binary reads tensors right

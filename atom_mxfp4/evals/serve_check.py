@@ -175,36 +175,58 @@ SPEED_TTFT = (2048, 8192)  # prompt tokens of its time-to-first-token requests (
 
 
 def _timed_stream(url: str, ids: list[int], max_new_tokens: int) -> dict:
-    """One streamed request: time to its first chunk and to its end, and its output tokens."""
-    start, first = time.perf_counter(), []
-    result = stream(url, ids, max_new_tokens, on_chunk=lambda: first or first.append(time.perf_counter()))
+    """One streamed request: the time of each chunk (one token each at SGLang's default stream interval), its first
+    and its end (seconds from the call), and its output tokens."""
+    start, chunks = time.perf_counter(), []
+    result = stream(url, ids, max_new_tokens, on_chunk=lambda: chunks.append(time.perf_counter()))
     end = time.perf_counter()
-    return {"ttft": (first[0] if first else end) - start, "seconds": end - start, "tokens": result["tokens"],
-            "finished": result["finished"]}
+    return {"ttft": (chunks[0] if chunks else end) - start, "seconds": end - start, "tokens": result["tokens"],
+            "chunk_seconds": [t - start for t in chunks], "finished": result["finished"]}
+
+
+def decode_rate(runs: list[dict], offsets: list[float]) -> dict:
+    """Decode-only output tokens/s of requests run at once: the tokens that arrived while every request was decoding
+    or finishing (after the last request's first token) over that window. ``runs``: ``_timed_stream`` results;
+    ``offsets``: each request's start, seconds after a common origin. Tokens counted by their chunks (a chunk's share
+    of the request's tokens where a chunk carries several). Before 2026-12-07 the rate was all decode tokens over this
+    window, which counted the tokens of requests that started decoding early: with staggered first tokens (a graph
+    server, 8 at once, on the H100) it read up to 1.4x high."""
+    start = max(offset + run["ttft"] for run, offset in zip(runs, offsets))
+    end = max(offset + run["seconds"] for run, offset in zip(runs, offsets))
+    tokens = 0.0
+    for run, offset in zip(runs, offsets):
+        later = run["chunk_seconds"][1:]  # the first chunk is the prefill's token
+        if later:
+            tokens += sum(offset + t > start for t in later) * (run["tokens"] - 1) / len(later)
+    return {"output_tokens_per_s": round(tokens / (end - start), 1) if end > start else None,
+            "ms_per_output_token": round(1e3 * statistics.mean((r["seconds"] - r["ttft"]) / max(1, r["tokens"] - 1)
+                                                                for r in runs), 3),
+            "first_token_spread_ms": round(1e3 * (max(o + r["ttft"] for r, o in zip(runs, offsets))
+                                                  - min(o + r["ttft"] for r, o in zip(runs, offsets))), 2)}
 
 
 def s_speed(ctx: Context) -> dict:
     """What a user of the server measures (issue 39: graphs on against off): decode output tokens/s with
     SPEED_CONCURRENCY requests at once (each SPEED_PROMPT prompt tokens, SPEED_OUTPUT output tokens, greedy,
-    ignore_eos; tokens/s = the batch's output tokens / the time from the last request's first token to the last
-    request's end, i.e. decode only) with the mean time per output token; and the time to the first token of one
-    request of SPEED_TTFT prompt tokens alone (median of 3, fresh random prompts: no prefix reuse). Asserted: every
-    request finishes with its length."""
+    ignore_eos; ``decode_rate``: the tokens after the last request's first token over that window) and the mean time
+    per output token of a request (its inter-token latency); and the time to the first token of one request of
+    SPEED_TTFT prompt tokens alone (median of 3, fresh random prompts: no prefix reuse). Asserted: every request
+    finishes with its length."""
     url, rng, ok, record = ctx.server.url, ctx.rng, True, {}
     stream(url, prompt(rng, 64, ctx.vocab), 8)  # warm-up
     for concurrency in SPEED_CONCURRENCY:
         prompts = [prompt(rng, SPEED_PROMPT, ctx.vocab) for _ in range(concurrency)]
+        origin = time.perf_counter()
+
+        def timed(ids):
+            offset = time.perf_counter() - origin
+            return offset, _timed_stream(url, ids, SPEED_OUTPUT)
+
         with ThreadPoolExecutor(concurrency) as pool:
-            t0 = time.perf_counter()
-            runs = list(pool.map(lambda ids: _timed_stream(url, ids, SPEED_OUTPUT), prompts))
+            done = list(pool.map(timed, prompts))
+        runs, offsets = [run for _, run in done], [offset for offset, _ in done]
         ok &= all(r["finished"] and r["tokens"] == SPEED_OUTPUT for r in runs)
-        decode_start = t0 + max(r["ttft"] for r in runs)
-        decode_seconds = t0 + max(r["seconds"] for r in runs) - decode_start
-        decode_tokens = sum(r["tokens"] - 1 for r in runs)
-        record[f"decode_c{concurrency}"] = {
-            "output_tokens_per_s": round(decode_tokens / decode_seconds, 1) if decode_seconds > 0 else None,
-            "ms_per_output_token": round(1e3 * statistics.mean((r["seconds"] - r["ttft"]) / max(1, r["tokens"] - 1)
-                                                                for r in runs), 3)}
+        record[f"decode_c{concurrency}"] = decode_rate(runs, offsets)
     for length in SPEED_TTFT:
         times = [_timed_stream(url, prompt(rng, length, ctx.vocab), 1)["ttft"] for _ in range(3)]
         record[f"ttft_{length}_ms"] = round(1e3 * statistics.median(times), 2)
