@@ -183,7 +183,7 @@ elif [ "$MODE" = bench ]; then
   MODEL_RANK=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3_rank --rank)
   BENCH_DIR=${BENCH_DIR:-/tmp/serving_bench}
   SERVING="python3 -m atom_mxfp4.evals.serving"
-  SERVER_ARGS="--load-format dummy --random-seed 0 --mem-fraction-static ${BENCH_MEM:-0.5}"
+  SERVER_ARGS="--load-format dummy --random-seed 0 --mem-fraction-static ${BENCH_MEM:-0.5} ${BENCH_ARGS:-}"  # BENCH_ARGS: more, for every server
   if [ -n "${BENCH_INPUTS:-2048,8192,32768}" ] && [ "${BENCH_GRID:-1}" = 1 ]; then
     timeout ${T_BENCH:-540} $SERVING grid --model "$MODEL_RANK" --out "$BENCH_DIR" --kv "${BENCH_KV:-bf16,fp8_e4m3,mxfp4}" \
       --inputs "${BENCH_INPUTS:-2048,8192,32768}" --concurrency "${BENCH_CONCURRENCY:-1,8,64,256}" -- $SERVER_ARGS \
