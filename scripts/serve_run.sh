@@ -141,12 +141,13 @@ elif [ "$MODE" = speed ]; then
       --target /tmp/sgl_site_base "$ROOT/.base" && SERVERS="$SERVERS base-eager:--disable-cuda-graph"
   fi
   for entry in $SERVERS; do
-    label=${entry%%:*}; flags=${entry#*:}
+    label=${entry%%:*}; flags=${entry#*:}; flags=${flags//,/ }  # SPEED_SERVERS: "label:flag,value,..." each
+    kv="--kv-cache-dtype mxfp4"; case " $flags " in *" --kv-cache-dtype "*) kv="" ;; esac  # a server's own dtype
     site=$SITE; [ "${label#base-}" != "$label" ] && site=/tmp/sgl_site_base  # the server's package; the driver: ours
     # the server's PYTHONPATH: the environment's (tests/sglang_env's stand-ins first), with its site swapped in
     timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed \
       --server-env "PYTHONPATH=${PYTHONPATH/$SITE/$site}" \
-      -- $COMMON --kv-cache-dtype mxfp4 $flags || STATUS=1
+      -- $COMMON $kv $flags || STATUS=1
   done
   python3 - "$RES" "${BASE_COMMIT:-base}" <<'PY' || STATUS=1
 import json, pathlib, sys
@@ -165,13 +166,15 @@ for label, run in runs.items():
             cells.append(speed.get(k))
     lines.append(f"| {label}{' (' + base + ')' if label.startswith('base') else ''} | "
                  + " | ".join("-" if c is None else str(c) for c in cells) + " |")
-graphs, eager = (runs.get(k, {}).get("scenarios", {}).get("speed", {}) for k in ("graphs", "eager"))
-if graphs and eager:
+for prefix in ("", "bf16-"):  # ours; SGLang's own bf16 path where SPEED_SERVERS named bf16-graphs / bf16-eager
+    graphs, eager = (runs.get(prefix + k, {}).get("scenarios", {}).get("speed", {}) for k in ("graphs", "eager"))
+    if not (graphs and eager):
+        continue
     for k in keys[:2]:
-        lines.append(f"\n{k}: graphs / eager = {graphs[k]['output_tokens_per_s'] / eager[k]['output_tokens_per_s']:.2f}x "
-                     f"(tokens/s), {eager[k]['ms_per_output_token'] / graphs[k]['ms_per_output_token']:.2f}x "
-                     "(ms per output token)")
-    lines.append(f"TTFT 8K: eager / graphs = {eager['ttft_8192_ms'] / graphs['ttft_8192_ms']:.2f}x")
+        lines.append(f"\n{prefix}{k}: graphs / eager = "
+                     f"{graphs[k]['output_tokens_per_s'] / eager[k]['output_tokens_per_s']:.2f}x (tokens/s), "
+                     f"{eager[k]['ms_per_output_token'] / graphs[k]['ms_per_output_token']:.2f}x (ms per output token)")
+    lines.append(f"{prefix}TTFT 8K: eager / graphs = {eager['ttft_8192_ms'] / graphs['ttft_8192_ms']:.2f}x")
 (res / "speed.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
