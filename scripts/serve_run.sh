@@ -16,8 +16,10 @@
 #        SERVE_AGREEMENT=0 leaves out (2), SERVE_DEFAULT=0 leaves out (1) (an agreement-only call: ~6 min);
 #        SERVE_TOPK=N serves the model with N top-k blocks (default 2).
 # tp:    TP1 / TP2 / TP4 servers (4 GPUs), agreement against TP1, bursts (issue 15; not run yet: no 4-GPU kind lent).
-# speed: issue 39: decode tokens/s (8 / 64 at once) and TTFT (2K / 8K) with CUDA graphs on and off (--disable-cuda-graph),
-#        and a baseline tree's eager server when .base/ is carried (BASE_COMMIT names it): $RES/speed.md.
+# speed: issue 39: decode tokens/s and ms per output token (8 / 64 at once) and TTFT (2K / 8K) with CUDA graphs on and
+#        off (--disable-cuda-graph), and a baseline tree's eager server when .base/ is carried (BASE_COMMIT names it;
+#        SPEED_BASE=0 leaves it out): $RES/speed.md. SPEED_SERVERS="label:flag,value,... ..." picks the servers
+#        (default "graphs: eager:--disable-cuda-graph"; a bf16-graphs / bf16-eager pair: SGLang's own bf16 path).
 # bench: issue 40: SGLang's own benchmark client against bf16 / fp8 / mxfp4 servers (atom_mxfp4/evals/serving.py):
 #        $RES/serving.md, serving.png, ledger_rows.csv, results.jsonl (BENCH_* variables split the grid over calls).
 # pressure: issue 40: KV exhaustion with retraction, aborts in chunked prefill and decode, a 2,000-request soak.
