@@ -191,8 +191,8 @@ def decode_rate(runs: list[dict], offsets: list[float]) -> dict:
     of the request's tokens where a chunk carries several). Before 2026-12-07 the rate was all decode tokens over this
     window, which counted the tokens of requests that started decoding early: with staggered first tokens (a graph
     server, 8 at once, on the H100) it read up to 1.4x high."""
-    start = max(offset + run["ttft"] for run, offset in zip(runs, offsets))
-    end = max(offset + run["seconds"] for run, offset in zip(runs, offsets))
+    firsts = [offset + run["ttft"] for run, offset in zip(runs, offsets)]
+    start, end = max(firsts), max(offset + run["seconds"] for run, offset in zip(runs, offsets))
     tokens = 0.0
     for run, offset in zip(runs, offsets):
         later = run["chunk_seconds"][1:]  # the first chunk is the prefill's token
@@ -201,8 +201,7 @@ def decode_rate(runs: list[dict], offsets: list[float]) -> dict:
     return {"output_tokens_per_s": round(tokens / (end - start), 1) if end > start else None,
             "ms_per_output_token": round(1e3 * statistics.mean((r["seconds"] - r["ttft"]) / max(1, r["tokens"] - 1)
                                                                 for r in runs), 3),
-            "first_token_spread_ms": round(1e3 * (max(o + r["ttft"] for r, o in zip(runs, offsets))
-                                                  - min(o + r["ttft"] for r, o in zip(runs, offsets))), 2)}
+            "first_token_spread_ms": round(1e3 * (start - min(firsts)), 2)}
 
 
 def s_speed(ctx: Context) -> dict:
