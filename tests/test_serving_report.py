@@ -4,6 +4,8 @@ the pools, the capacity-bound run, ledger rows that the ledger accepts; the clie
 from __future__ import annotations
 
 from atom_mxfp4.evals import ledger
+import os
+
 from atom_mxfp4.evals.serving import capacity_tokens, client_command, ledger_rows, report_tables
 
 
@@ -58,3 +60,45 @@ def test_the_client_sends_exact_length_token_prompts_all_at_once():
                  "--random-input-len 8192", "--random-output-len 256", "--random-range-ratio 1.0",
                  "--num-prompts 128", "--max-concurrency 64", "--request-rate inf", "--tokenizer /m"):
         assert part in joined, part
+
+
+def test_a_terminated_run_stops_its_server(tmp_path):
+    """``timeout`` ends a grid run with SIGTERM: the run exits through Python, so the server it started (a process of
+    its own session, standing in here for ``sglang serve``) is stopped and does not hold the next run's port / GPU."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "server.pid"
+    script = f"""
+import sys, time
+from pathlib import Path
+from atom_mxfp4.evals.serve_client import Server
+import os
+
+from atom_mxfp4.evals.serving import exit_on_sigterm
+exit_on_sigterm()
+server = Server([], {{}}, Path({str(tmp_path)!r}) / "log")
+server.start = None
+import subprocess
+server.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+Path({str(pid_file)!r}).write_text(str(server.proc.pid))
+try:
+    time.sleep(120)
+finally:
+    server.stop()
+"""
+    run = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 60
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    server_pid = int(pid_file.read_text())
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(60) == 128 + signal.SIGTERM
+    try:  # the stand-in server was stopped (and reaped by its parent before it exited)
+        os.kill(server_pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the server outlived the terminated run"

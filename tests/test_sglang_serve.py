@@ -36,6 +36,7 @@ def server(tmp_path_factory):
     enable_kv(model)  # hf_quant_config.json: kv_cache_quant_algo MXFP4; no --kv-cache-dtype below
     with cpu_server(root, model, ["--max-total-tokens", "32768", "--chunked-prefill-size", str(CHUNK)],
                     int(os.environ.get("ATOM_TEST_SERVE_PORT", "31731"))) as srv:
+        srv.model_path = str(model)
         yield srv
 
 
@@ -67,6 +68,20 @@ def test_speed_scenario_end_to_end(server, monkeypatch):
     decode = record["decode_c3"]
     assert decode["output_tokens_per_s"] > 0 and decode["ms_per_output_token"] > 0
     assert decode["first_token_spread_ms"] >= 0 and record["ttft_300_ms"] > 0
+
+
+def test_sglang_benchmark_client_end_to_end(server, tmp_path):
+    """One run of SGLang's own benchmark client (``python -m sglang.benchmark.serving``, issue 40's grid) against the
+    real server, at CPU sizes: the client imports in the server's environment (on the lent GPU it once stopped at
+    ``import datasets``), sends exact-length token-id prompts from our tokenizer, every request completes, and the
+    metrics and the sampled load come back."""
+    from atom_mxfp4.evals.serving import run_client
+    record = run_client(server, server.model_path, input_len=96, concurrency=2, prompts=4, work=tmp_path,
+                        timeout=300, output_len=6)
+    assert "error" not in record, record
+    assert record["completed"] == 4 and record["total_output_tokens"] == 4 * 6, record
+    assert record["output_throughput"] > 0 and record["mean_ttft_ms"] > 0 and record["p99_itl_ms"] >= 0, record
+    assert record["max_running"] >= 1, record  # /v1/loads was sampled while the requests ran
 
 
 def test_rust_tree_core_check_detects_the_h200_failure_mode():

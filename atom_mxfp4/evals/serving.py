@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -322,6 +323,12 @@ def _kvs(text: str) -> list[str]:
     return kvs
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM (``timeout``, a device queue's step limit) exits through Python, so each server's ``finally: stop()``
+    runs: a server left behind in its own session would hold the port and the GPU memory of the next run."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m atom_mxfp4.evals.serving", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -353,6 +360,7 @@ def main(argv=None) -> int:
         return cmd_report(args)
     if args.sglang_args[:1] == ["--"]:
         args.sglang_args = args.sglang_args[1:]
+    exit_on_sigterm()
     return cmd_grid(args) if args.command == "grid" else cmd_capacity(args)
 
 
