@@ -196,7 +196,7 @@ elif [ "$MODE" = bench ]; then
   fi
   if [ "${BENCH_CAPACITY:-0}" = 1 ]; then
     timeout ${T_CAPACITY:-540} $SERVING capacity --model "$MODEL_RANK" --out "$BENCH_DIR" \
-      --kv "${BENCH_KV:-bf16,fp8_e4m3,mxfp4}" --capacity-input "${CAPACITY_INPUT:-32768}" \
+      --kv "${CAPACITY_KV:-${BENCH_KV:-bf16,fp8_e4m3,mxfp4}}" --capacity-input "${CAPACITY_INPUT:-32768}" \
       --bf16-fits "${CAPACITY_BF16_FITS:-8}" -- $SERVER_ARGS || STATUS=1
   fi
   GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
