@@ -204,6 +204,9 @@ elif [ "$MODE" = bench ]; then
     --command "bash scripts/serve_run.sh bench (atom_mxfp4.evals.serving)" || STATUS=1
   cp "$BENCH_DIR"/serving.md "$BENCH_DIR"/serving.png "$BENCH_DIR"/ledger_rows.csv "$BENCH_DIR"/results.jsonl "$RES"/ \
     2>/dev/null
+  for log in "$BENCH_DIR"/server-*.log; do  # each server's start and last lines (a server that never came up says why)
+    [ -e "$log" ] && { head -40 "$log"; echo "[...]"; tail -200 "$log"; } > "$RES/$(basename "$log")"
+  done
 elif [ "$MODE" = pressure ]; then
   # issue 40: the server under pressure (atom_mxfp4/evals/serve_pressure.py), SGLang's defaults otherwise.
   # (1) exhaustion on a small pool: first as it comes (reported: SGLang may queue rather than run out), then with

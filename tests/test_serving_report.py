@@ -102,3 +102,31 @@ finally:
     except ProcessLookupError:
         alive = False
     assert not alive, "the server outlived the terminated run"
+
+
+def test_a_server_that_does_not_come_up_is_stopped(tmp_path, monkeypatch):
+    """A start that fails or times out (the lent GPU's fp8 server once did not answer within the run's limit) stops
+    the server before the error goes up: nothing keeps the port and GPU memory of the next server."""
+    import pytest
+
+    from atom_mxfp4.evals import serving
+
+    stopped = []
+
+    class NeverReady:
+        def __init__(self, args, env, log_path, port):
+            self.args = args
+
+        def start(self):
+            return self
+
+        def wait_ready(self, timeout):
+            raise TimeoutError(f"server not ready after {timeout:.0f} s")
+
+        def stop(self):
+            stopped.append(self.args)
+
+    monkeypatch.setattr(serving, "Server", NeverReady)
+    with pytest.raises(TimeoutError, match="not ready"):
+        serving._start("fp8_e4m3", "model", ["--load-format", "dummy"], [], tmp_path, 31100, 5)
+    assert len(stopped) == 1 and "fp8_e4m3" in stopped[0]

@@ -24,6 +24,7 @@ if importlib.util.find_spec("sglang") is None or importlib.util.find_spec("uvico
 from sglang_env import cpu_server, tiny_m3
 
 from atom_mxfp4.evals.serve_check import Context, run_scenarios
+from atom_mxfp4.evals.serve_client import load
 from atom_mxfp4.model_patches.sglang.checkpoint_edit import enable_kv
 
 CHUNK = 256
@@ -82,6 +83,8 @@ def test_sglang_benchmark_client_end_to_end(server, tmp_path):
     assert record["completed"] == 4 and record["total_output_tokens"] == 4 * 6, record
     assert record["output_throughput"] > 0 and record["mean_ttft_ms"] > 0 and record["p99_itl_ms"] >= 0, record
     assert record["max_running"] >= 1, record  # /v1/loads was sampled while the requests ran
+    assert record["warmup_seconds"] > 0, record  # the run's shapes were served once before it
+    assert load(server.url)["num_running_reqs"] == 0
 
 
 def test_rust_tree_core_check_detects_the_h200_failure_mode():

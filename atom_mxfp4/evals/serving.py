@@ -6,7 +6,8 @@ Subcommands (each writes JSON lines to ``--out``/results.jsonl; the report reads
 - ``grid``: one server per ``--kv`` (the same ``--mem-fraction-static``), then for each input length (``--inputs``,
   default 2K / 8K / 32K) and concurrency (``--concurrency``, default 1 / 8 / 64 / 256) one client run: the
   ``random-ids`` dataset sent as token ids (``--tokenize-prompt``: exact lengths, no dataset download), output 256
-  tokens (``ignore_eos``), request rate inf, ``max(2 x concurrency, 8)`` prompts. Kept per run: output tokens/s,
+  tokens (``ignore_eos``), request rate inf, ``max(2 x concurrency, 8)`` prompts, each run after a warm-up of its
+  shapes (``warm_up``: nothing compiled at first use is timed). Kept per run: output tokens/s,
   mean / p99 TTFT and ITL, and the most requests the server ran at once and kept waiting (``/v1/loads`` sampled
   during the run); per server the pool's tokens and bytes per token.
 - ``capacity``: the same KV budget in bytes for every ``--kv`` (``--max-total-tokens`` = budget / that server's bytes
@@ -26,15 +27,17 @@ import argparse
 import csv
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .ledger import COLUMNS, validate
-from .serve_client import Server, load
+from .serve_client import Server, call, generate, load, prompt
 
 KV_ARGS = {  # the server of each KV cache dtype: SGLang's own attention for bf16 / fp8, the plugin's for mxfp4
     "bf16": ["--kv-cache-dtype", "bf16", "--attention-backend", "triton"],
@@ -45,6 +48,9 @@ OUTPUT_LEN = 256
 METRICS = ("output_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "p99_itl_ms", "completed",
            "total_output_tokens", "duration")
 CLIENT = [sys.executable, "-m", "sglang.benchmark.serving"]
+WARMUP_OUTPUT = 8  # tokens per warm-up request
+WARMUP_REQUESTS = 16  # at most this many at once (a prefill chunk of 8K+ prompts holds 1-2 of them; decode is graphed)
+WARMUP_VOCAB = 256  # warm-up prompt ids below this (every test tokenizer has them)
 
 
 def client_command(url: str, model: str, input_len: int, output_len: int, concurrency: int, prompts: int,
@@ -85,13 +91,35 @@ class LoadSampler:
         self._thread.join(10)
 
 
+def warm_up(server: Server, input_len: int, concurrency: int, seed: int = 1) -> float:
+    """The measured run's shapes once before it (every server alike): ``concurrency`` requests (at most
+    ``WARMUP_REQUESTS``) of ``input_len`` random ids at once, ``WARMUP_OUTPUT`` tokens each, then ``/flush_cache``.
+    Kernels compiled at their first use of a shape (ours and SGLang's Triton kernels in the eager prefill path) are
+    then not timed: without it the H100 grid of 2026-12-07 had a 3.6 s first request at one 8K prompt. Returns its
+    seconds."""
+    concurrency = min(concurrency, WARMUP_REQUESTS)
+    rng = random.Random(seed * 1_000_003 + input_len * 7 + concurrency)
+    prompts = [prompt(rng, input_len, WARMUP_VOCAB) for _ in range(concurrency)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(lambda ids: generate(server.url, ids, WARMUP_OUTPUT), prompts))
+    call(server.url, "/flush_cache", {})
+    return round(time.perf_counter() - started, 1)
+
+
 def run_client(server: Server, model: str, input_len: int, concurrency: int, prompts: int, work: Path,
-               timeout: float, output_len: int = OUTPUT_LEN) -> dict:
-    """One client run against ``server``: SGLang's metrics (METRICS) and the sampled load; ``error`` on failure."""
+               timeout: float, output_len: int = OUTPUT_LEN, warmup: bool = True) -> dict:
+    """One client run against ``server``: SGLang's metrics (METRICS) and the sampled load; ``error`` on failure.
+    ``warmup``: the run's shapes are served once before it (``warm_up``; its seconds in ``warmup_seconds``)."""
     output_file = work / f"client-{input_len}-{concurrency}-{prompts}-{time.time_ns()}.jsonl"
     command = client_command(server.url, model, input_len, output_len, concurrency, prompts, output_file)
     record = {"input_len": input_len, "output_len": output_len, "concurrency": concurrency, "prompts": prompts,
               "command": " ".join(command[2:])}
+    if warmup:
+        try:
+            record["warmup_seconds"] = warm_up(server, input_len, concurrency)
+        except Exception as error:  # noqa: BLE001 (reported as the run's error; the next run goes on)
+            return {**record, "error": f"warm-up failed: {type(error).__name__}: {error}"}
     with LoadSampler(server.url) as sampled:
         started = time.perf_counter()
         try:
@@ -113,8 +141,12 @@ def run_client(server: Server, model: str, input_len: int, concurrency: int, pro
 def _start(kv: str, model: str, common: list[str], extra: list[str], out: Path, port: int, timeout: float) -> tuple:
     server = Server(["--model-path", model] + common + KV_ARGS[kv] + extra, dict(os.environ),
                     out / f"server-{kv}-{port}.log", port=port).start()
-    ready = server.wait_ready(timeout)
-    state = load(server.url)
+    try:  # a start that fails, times out or is interrupted (SIGTERM) leaves no server holding the port and the GPU
+        ready = server.wait_ready(timeout)
+        state = load(server.url)
+    except BaseException:
+        server.stop()
+        raise
     tokens, gib = state["max_total_num_tokens"], state["memory"]["kv_cache_gb"]
     return server, {"kv": kv, "ready_seconds": round(ready, 1), "pool_tokens": tokens, "kv_cache_gib": gib,
                     "bytes_per_token": round(gib * 2**30 / tokens, 1) if tokens else None}
