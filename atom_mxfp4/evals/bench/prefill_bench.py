@@ -1,0 +1,226 @@
+"""Prefill (extend) cost of one long prompt, chunk by chunk: where the mxfp4 server's TTFT goes.
+
+SGLang prefills a long prompt in chunks (``--chunked-prefill-size``, 8192 by default on an H100) and runs our
+attention eagerly in each. The H100 serving benchmark of 2026-12-07 (docs/sglang.md) measured a 32K prompt's TTFT
+1.33x bf16's while decode was faster; this bench splits a chunk's layer step into its ops, on the backend the server
+resolves, at every prefix of the prompt:
+
+- ``write``: ``fused_qknorm_rope_write`` of the chunk (K, V and index-K quantized into the pool);
+- ``index``: ``index_topk`` of the chunk's rows over their prefix (the layer's backend; ``index_triton``: Triton's);
+- ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
+- ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``).
+
+Peers in the same run (torch, bf16, the same work done as dense tensor-core math, not SGLang's kernels):
+``peer_attend_dense``: ``scaled_dot_product_attention`` of the chunk against prefix + chunk, causal from the bottom
+right; ``peer_index``: the index scores as one GEMM, the per-block max and ``topk``. The FLOPs of each (causal: the
+chunk's rows see prefix + their own position) give TFLOP/s. Every row of ours does one query token's work over its
+whole prefix (decode-shaped programs: docs/sglang.md); the peers tile queries.
+
+    python3 -m atom_mxfp4.evals.bench.prefill_bench --out DIR [--context 32768 --chunk 8192 --index-k fp8,mxfp4]
+
+writes ``DIR/prefill.json`` and ``DIR/prefill.md``. On the CPU (``--device cpu``) it runs the torch backend at small
+sizes (tests/test_prefill_bench.py): the same code path, times meaningless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from atom_mxfp4 import ops
+from atom_mxfp4.backends import resolve_backend
+from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE
+
+NORMS = ("q_norm", "k_norm", "idx_q_norm", "idx_k_norm")
+
+
+def time_ms(call, reps: int, device: torch.device) -> float:
+    """Median wall time of ``call`` (CUDA: event-timed, each call eager as SGLang's prefill runs it)."""
+    call()
+    if device.type != "cuda":
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(times)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def causal_pairs(prefix: int, chunk: int) -> int:
+    """(query, key) pairs of a chunk of ``chunk`` rows after ``prefix`` tokens, each row seeing itself too."""
+    return chunk * prefix + chunk * (chunk + 1) // 2
+
+
+class Prompt:
+    """One request's pool and layers (sparse and dense), filled chunk by chunk as the server would."""
+
+    def __init__(self, context: int, heads: int, index_k: str, backend: str | None, device: torch.device):
+        gen = torch.Generator().manual_seed(0)
+        self.weights = {n: (torch.randn(HEAD_DIM, generator=gen) * 0.1).to(device) for n in NORMS}
+        self.sparse_cfg = LayerConfig(num_q_heads=heads, sparse=True, index_k_dtype=index_k)
+        self.dense_cfg = LayerConfig(num_q_heads=heads, sparse=False, index_k_dtype=index_k)
+        self.sparse = SparseMXFP4Attention(self.sparse_cfg, self.weights, backend=backend)
+        self.dense = SparseMXFP4Attention(self.dense_cfg, {n: self.weights[n] for n in NORMS[:2]}, backend=backend)
+        pages = context // PAGE_SIZE
+        self.sparse_caches = LayerCaches.allocate(self.sparse_cfg, pages + 1, device)
+        self.dense_caches = LayerCaches.allocate(self.dense_cfg, pages + 1, device)
+        self.block_table = (torch.arange(pages, dtype=torch.int32) + 1)[None].to(device)  # page 0 never owned
+        self.heads, self.index_k, self.device, self.gen = heads, index_k, device, gen
+
+    def chunk(self, prefix: int, chunk: int):
+        meta = AttentionMetadata.for_requests(self.block_table, [prefix], [chunk])
+        qkv = (torch.randn(chunk, self.sparse_cfg.qkv_width, generator=self.gen)).to(self.device, torch.bfloat16)
+        return meta, qkv, qkv[:, :self.dense_cfg.qkv_width].contiguous()
+
+
+def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) -> dict:
+    meta, qkv, qkv_dense = p.chunk(prefix, chunk)
+    layer, caches, cfg, dev = p.sparse, p.sparse_caches, p.sparse_cfg, p.device
+    # the chunk's own writes first (the server's order), so every op below reads a filled prefix + chunk
+    layer.forward(qkv, meta, caches, check=True)
+    p.dense.forward(qkv_dense, meta, p.dense_caches, check=True)
+    w = layer.weights_on(dev)
+
+    def write():
+        return ops.fused_qknorm_rope_write(
+            qkv, meta.positions, w["q_norm"], w["k_norm"], w["idx_q_norm"], w["idx_k_norm"], layer.cos_sin_cache(dev),
+            meta.slot_mapping, caches.k, caches.v, caches.index_k, num_q_heads=cfg.num_q_heads,
+            num_kv_heads=cfg.num_kv_heads, num_index_heads=cfg.num_index_heads, rotary_dim=cfg.rotary_dim,
+            eps=cfg.eps, index_k_dtype=cfg.index_k_dtype, backend=layer.backend, check=False)
+
+    q, idx_q = write()
+    topk = layer.select(idx_q, meta, caches, check=False)
+    plan = meta.pa_decode_plan(cfg, dev, backend=layer.backend)
+    out = torch.empty(chunk, cfg.num_q_heads, HEAD_DIM, device=dev, dtype=torch.bfloat16)
+    q = q.view(chunk, cfg.num_q_heads, HEAD_DIM)
+
+    def attend(blocks):
+        return ops.attend(out, q, caches.k, caches.v, meta.block_table, meta.token_request, meta.row_position,
+                          num_kv_heads=cfg.num_kv_heads, topk_blocks=blocks, softmax_scale=cfg.softmax_scale,
+                          plan=plan, backend=layer.backend, check=False)
+
+    calls = {
+        "write": write,
+        "index": lambda: layer.select(idx_q, meta, caches, check=False),
+        "attend_sparse": lambda: attend(topk),
+        "attend_dense": lambda: attend(None),
+        "layer_sparse": lambda: layer.forward(qkv, meta, caches, check=False),
+        "layer_dense": lambda: p.dense.forward(qkv_dense, meta, p.dense_caches, check=False),
+    }
+    if dev.type == "cuda" and layer.backend != "triton":
+        calls["index_triton"] = lambda: ops.index_topk(
+            idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
+            local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype, backend="triton", check=False)
+    record = {"prefix": prefix, "chunk": chunk, "pairs": causal_pairs(prefix, chunk)}
+    for name, call in calls.items():
+        try:
+            record[name] = round(time_ms(call, reps, dev), 4)
+        except Exception as error:  # noqa: BLE001 (one op's failure is reported; the others still run)
+            record[name] = None
+            record.setdefault("errors", {})[name] = f"{type(error).__name__}: {error}"[:300]
+    if peers:
+        record.update(measure_peers(prefix, chunk, cfg.num_q_heads, reps, dev))
+    return record
+
+
+def measure_peers(prefix: int, chunk: int, heads: int, reps: int, dev: torch.device) -> dict:
+    """The same chunk's dense attention and index scores as bf16 tensor-core math (torch), timed in this run."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    keys = prefix + chunk
+    gen = torch.Generator().manual_seed(1)
+    q = torch.randn(1, heads, chunk, HEAD_DIM, generator=gen).to(dev, torch.bfloat16)
+    kv = torch.randn(1, 1, keys, HEAD_DIM, generator=gen).to(dev, torch.bfloat16).repeat(1, heads, 1, 1)  # GQA 16
+    mask = causal_lower_right(chunk, keys)
+    found = {"peer_attend_dense": round(time_ms(
+        lambda: torch.nn.functional.scaled_dot_product_attention(q, kv, kv, attn_mask=mask), reps, dev), 4)}
+    idx_q = torch.randn(chunk, HEAD_DIM, generator=gen).to(dev, torch.bfloat16)
+    idx_k = torch.randn(keys, HEAD_DIM, generator=gen).to(dev, torch.bfloat16)
+    blocks = -(-keys // PAGE_SIZE)
+    padded = torch.zeros(blocks * PAGE_SIZE, HEAD_DIM, device=dev, dtype=torch.bfloat16)
+    padded[:keys] = idx_k
+
+    def index():
+        scores = (idx_q @ padded.T).view(chunk, blocks, PAGE_SIZE).amax(-1)
+        return torch.topk(scores, min(16, blocks), dim=-1)
+
+    found["peer_index"] = round(time_ms(index, reps, dev), 4)
+    return found
+
+
+def run(context: int, chunk: int, heads: int, index_ks: list[str], backend: str | None, reps: int,
+        device: torch.device, peers: bool = True) -> dict:
+    resolved = resolve_backend(backend, device).name
+    report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+              "backend": resolved, "context": context, "chunk": chunk, "heads": heads, "rows": []}
+    for index_k in index_ks:
+        prompt = Prompt(context, heads, index_k, backend, device)
+        for prefix in range(0, context, chunk):
+            record = {"index_k": index_k, **measure_chunk(prompt, prefix, min(chunk, context - prefix), reps,
+                                                          peers and index_k == index_ks[0])}
+            report["rows"].append(record)
+            print(f"[prefill] {json.dumps(record)}", flush=True)
+    return report
+
+
+def table(report: dict) -> str:
+    ops_ = ("write", "index", "index_triton", "attend_sparse", "attend_dense", "layer_sparse", "layer_dense",
+            "peer_index", "peer_attend_dense")
+    shown = [o for o in ops_ if any(r.get(o) is not None for r in report["rows"])]
+    lines = [f"{report['device']}, backend {report['backend']}, {report['heads']} q heads, 1 KV head, chunks of "
+             f"{report['chunk']} tokens of one {report['context']}-token prompt; ms per chunk (median)", "",
+             "| index-K | prefix | " + " | ".join(shown) + " | dense attend / peer | dense TFLOP/s (ours, peer) |",
+             "|---|---:|" + "---:|" * len(shown) + "---:|---:|"]
+    for r in report["rows"]:
+        flops = 4 * r["pairs"] * HEAD_DIM * report["heads"]  # QK^T and PV
+        ours, peer = r.get("attend_dense"), r.get("peer_attend_dense")
+        ratio = f"{ours / peer:.2f}x" if ours and peer else "-"
+        rate = ", ".join(f"{flops / (t * 1e-3) / 1e12:.1f}" if t else "-" for t in (ours, peer))
+        cells = " | ".join("-" if r.get(o) is None else f"{r[o]:.3f}" for o in shown)
+        lines.append(f"| {r['index_k']} | {r['prefix']:,} | {cells} | {ratio} | {rate} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--context", type=int, default=32768)
+    parser.add_argument("--chunk", type=int, default=8192)
+    parser.add_argument("--heads", type=int, default=16, help="q heads per KV head (one TP4 rank of M3: 16)")
+    parser.add_argument("--index-k", default="fp8,mxfp4")
+    parser.add_argument("--backend", help="default: what the device resolves (as the server)")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--no-peers", action="store_true")
+    args = parser.parse_args(argv)
+    for name, value in (("--context", args.context), ("--chunk", args.chunk)):
+        if value <= 0 or value % PAGE_SIZE:
+            parser.error(f"{name} must be a positive multiple of {PAGE_SIZE}, got {value}")
+    report = run(args.context, args.chunk, args.heads, args.index_k.split(","), args.backend, args.reps,
+                 torch.device(args.device), peers=not args.no_peers)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "prefill.json").write_text(json.dumps(report, indent=1))
+    (args.out / "prefill.md").write_text(table(report))
+    print(table(report))
+    return 1 if any(r.get("errors") for r in report["rows"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

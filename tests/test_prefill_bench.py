@@ -1,0 +1,33 @@
+"""The prefill bench (atom_mxfp4/evals/bench/prefill_bench.py) end to end on the CPU at small sizes: every op and
+peer of every chunk is timed (none failed), the table holds a row per chunk with the dense peer's ratio, and a chunk
+that is not whole pages is refused by name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atom_mxfp4.evals.bench import prefill_bench
+
+
+def test_every_op_of_every_chunk_is_timed(tmp_path, capsys):
+    assert prefill_bench.main(["--out", str(tmp_path), "--context", "384", "--chunk", "256", "--device", "cpu",
+                               "--reps", "1", "--index-k", "fp8,mxfp4"]) == 0
+    report = json.loads((tmp_path / "prefill.json").read_text())
+    assert report["backend"] == "torch" and [(r["index_k"], r["prefix"], r["chunk"]) for r in report["rows"]] == [
+        ("fp8", 0, 256), ("fp8", 256, 128), ("mxfp4", 0, 256), ("mxfp4", 256, 128)]
+    for row in report["rows"]:
+        assert "errors" not in row, row
+        for op in ("write", "index", "attend_sparse", "attend_dense", "layer_sparse", "layer_dense"):
+            assert row[op] > 0, (op, row)
+    assert report["rows"][1]["pairs"] == 128 * 256 + 128 * 129 // 2
+    assert report["rows"][0]["peer_attend_dense"] > 0 and report["rows"][0]["peer_index"] > 0
+    md = (tmp_path / "prefill.md").read_text()
+    assert md.count("\n| fp8 |") == 2 and md.count("\n| mxfp4 |") == 2 and "x |" in md
+
+
+def test_a_chunk_of_part_pages_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        prefill_bench.main(["--out", str(tmp_path), "--chunk", "200", "--device", "cpu"])
+    assert "--chunk must be a positive multiple of 128, got 200" in capsys.readouterr().err
