@@ -6,6 +6,7 @@ bit for bit; attention is compared with the fp64 oracle of tests/_helpers.py und
 """
 
 import os
+import sys
 
 import torch
 
@@ -445,3 +446,80 @@ def test_layer_decode_step_triton_equals_torch(sparse):
         assert torch.equal(topk_t, topk_r)
     rel = float((out_t - out_r).norm() / out_r.norm())
     assert rel < ATTN_REL_TOL, f"layer output relative difference {rel:.2e}"
+
+
+def _exact_records(gen, pages, index_k_dtype):
+    """Index-K records of dyadic keys (exact in either format): MXFP4 [pages, 1, 8704] or fp8 [pages, 1, 16896]."""
+    from atom_mxfp4.index_k import fp8_data_view, fp8_scale_view, quantize_fp8
+    keys = torch.randint(-8, 9, (pages * 128, 128), generator=gen).float() / 4
+    if index_k_dtype == "mxfp4":
+        records = torch.zeros(pages, 1, RECORD, dtype=torch.uint8)
+        data, scale = quantize_mxfp4(keys)
+        records[:, 0, :8192] = data.view(pages, 8192)
+        records[:, 0, 8192:] = scale.view(pages, 512)
+        return records
+    records = torch.zeros(pages, 1, FP8_RECORD_BYTES, dtype=torch.uint8)
+    data, scale = quantize_fp8(keys)
+    fp8_data_view(records).copy_(data.view(pages, 1, 128, 128))
+    fp8_scale_view(records).copy_(scale.view(pages, 1, 128, 4))
+    return records
+
+
+@pytest.mark.parametrize("index_k_dtype", ["mxfp4", "fp8"])
+@pytest.mark.parametrize("shape", ["prefill", "scattered", "two-heads"])
+def test_tiled_scorer_gives_the_reference_ids(shape, index_k_dtype, monkeypatch):
+    """The prefill-shaped scorer (``IndexConfig(tile_rows=...)``: a program per tile of one request's consecutive
+    rows, each page decoded once per tile) returns the torch reference's ids bit for bit: two requests' chunks whose
+    row counts are not whole tiles (prefill), rows of random requests in random order (every row its own tile, the
+    tile map's worst case), and two index heads sharing a tile."""
+    from atom_mxfp4.kernels.triton.index_topk import IndexConfig, tile_starts
+    gen = _gen(len(shape) * 31 + len(index_k_dtype))
+    pages, max_blocks, heads, requests = 24, 7, 1, 3
+    records = _exact_records(gen, pages, index_k_dtype)
+    block_table = torch.stack([torch.randperm(pages, generator=gen)[:max_blocks] for _ in range(requests)]).int()
+    if shape == "scattered":
+        rows = 23
+        row_request = torch.randint(0, requests, (rows,), generator=gen, dtype=torch.int32)
+        row_position = torch.randint(0, max_blocks * 128, (rows,), generator=gen, dtype=torch.int32)
+    else:  # request 0: a 37-token chunk after a 300-token prefix; request 2: its first 290 tokens
+        heads = 2 if shape == "two-heads" else 1
+        row_request = torch.tensor([0] * 37 + [2] * 290, dtype=torch.int32)
+        row_position = torch.cat([torch.arange(300, 337), torch.arange(0, 290)]).int()
+        rows = row_request.shape[0]
+    idx_q = (torch.randint(-4, 5, (rows, heads, 128), generator=gen).float() / 2).bfloat16()
+    args = (idx_q, records, block_table, row_request, row_position)
+    kwargs = dict(topk=4, init_blocks=1, local_blocks=1, index_k_dtype=index_k_dtype)
+    ref = torch_backend.index_topk(*args, **kwargs)
+    for tile_rows in (16, 32) if shape == "prefill" else (16,):
+        ours = triton_backend.index_topk(*(a.to(DEVICE) for a in args), config=IndexConfig(tile_rows=tile_rows),
+                                         **kwargs).cpu()
+        assert torch.equal(ours, ref), f"tile_rows {tile_rows}: top-k ids differ:\n{ours}\n{ref}"
+    # the tiles in reverse order (the GPU runs them in any order; the interpreter in this one): a tile that wrote
+    # rows past its request's run would now overwrite the run's own tile
+    module = sys.modules["atom_mxfp4.kernels.triton.index_topk"]
+    forward = module.tile_starts
+
+    def reversed_tiles(row_request, block_m):
+        starts = forward(row_request, block_m)
+        count = int((starts >= 0).sum())
+        return torch.cat([starts[:count].flip(0), starts[count:]])
+
+    monkeypatch.setattr(module, "tile_starts", reversed_tiles)
+    ours = triton_backend.index_topk(*(a.to(DEVICE) for a in args), config=IndexConfig(tile_rows=16), **kwargs).cpu()
+    assert torch.equal(ours, ref), f"tiles reversed: top-k ids differ:\n{ours}\n{ref}"
+    starts = tile_starts(row_request, 16)
+    if shape == "prefill":  # 37 rows: tiles at 0, 16, 32; 290 rows from 37: every 16th
+        assert starts[:22].tolist() == [0, 16, 32] + list(range(37, 327, 16)) and bool((starts[22:] == -1).all())
+
+
+def test_tiled_scorer_refuses_a_tile_narrower_than_the_heads():
+    from atom_mxfp4.kernels.triton.index_topk import IndexConfig
+    gen = _gen(5)
+    records = _exact_records(gen, 4, "mxfp4")
+    idx_q = torch.zeros(3, 5, 128, dtype=torch.bfloat16)  # 5 heads: 8 rounded up
+    table, req, pos = torch.zeros(1, 2, dtype=torch.int32), torch.zeros(3, dtype=torch.int32), torch.zeros(3,
+                                                                                                             dtype=torch.int32)
+    with pytest.raises(ValueError, match=r"config.tile_rows must be 16 or 32 and >= the index heads "
+                                         r"rounded up to a power of two \(8\), got 4"):
+        triton_backend.index_topk(*(a.to(DEVICE) for a in (idx_q, records, table, req, pos)), topk=2,
+                                  init_blocks=0, local_blocks=1, config=IndexConfig(tile_rows=4))

@@ -6,7 +6,9 @@ attention eagerly in each. The H100 serving benchmark of 2026-12-07 (docs/sglang
 resolves, at every prefix of the prompt:
 
 - ``write``: ``fused_qknorm_rope_write`` of the chunk (K, V and index-K quantized into the pool);
-- ``index``: ``index_topk`` of the chunk's rows over their prefix (the layer's backend; ``index_triton``: Triton's);
+- ``index``: ``index_topk`` of the chunk's rows over their prefix (the layer's backend; ``index_triton``: Triton's;
+  ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer, ``IndexConfig(tile_rows=...)``, each index-K page decoded
+  once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the layer's);
 - ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
 - ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``).
 
@@ -128,6 +130,13 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         calls["index_triton"] = lambda: ops.index_topk(
             idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
             local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype, backend="triton", check=False)
+    if dev.type == "cuda":  # the prefill-shaped Triton scorer (opt-in: IndexConfig.tile_rows), 16 and 32 lanes a tile
+        from atom_mxfp4.kernels.triton.index_topk import IndexConfig, index_topk as triton_index_topk
+        for lanes in (16, 32):
+            calls[f"index_tiled{lanes}"] = lambda lanes=lanes: triton_index_topk(
+                idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
+                init_blocks=cfg.init_blocks, local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype,
+                config=IndexConfig(tile_rows=lanes))
     record = {"prefix": prefix, "chunk": chunk, "pairs": causal_pairs(prefix, chunk)}
     for name, call in calls.items():
         try:
@@ -135,6 +144,11 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         except Exception as error:  # noqa: BLE001 (one op's failure is reported; the others still run)
             record[name] = None
             record.setdefault("errors", {})[name] = f"{type(error).__name__}: {error}"[:300]
+    if "index_tiled32" in calls:  # the tiled scorer's ids equal the layer's
+        try:
+            record["index_tiled_same_ids"] = bool(torch.equal(calls["index_tiled32"](), topk))
+        except Exception as error:  # noqa: BLE001
+            record.setdefault("errors", {})["index_tiled_same_ids"] = f"{type(error).__name__}: {error}"[:300]
     if peers:
         record.update(measure_peers(prefix, chunk, cfg.num_q_heads, reps, dev))
     return record
@@ -181,7 +195,8 @@ def run(context: int, chunk: int, heads: int, index_ks: list[str], backend: str 
 
 
 def table(report: dict) -> str:
-    ops_ = ("write", "index", "index_triton", "attend_sparse", "attend_dense", "layer_sparse", "layer_dense",
+    ops_ = ("write", "index", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse", "attend_dense",
+            "layer_sparse", "layer_dense",
             "peer_index", "peer_attend_dense")
     shown = [o for o in ops_ if any(r.get(o) is not None for r in report["rows"])]
     lines = [f"{report['device']}, backend {report['backend']}, {report['heads']} q heads, 1 KV head, chunks of "

@@ -143,6 +143,35 @@ def index_counts(index_k_dtype: str, asm: bool) -> dict:
     return whole_kernel_counts(kernel)
 
 
+TILED_SIGNATURE = {**{k: v for k, v in INDEX_SIGNATURE.items() if k != "Q_FP32" and not k.startswith("keys")},
+                   "tile_start_ptr": "*i32", "keys_ptr": "*i32"}
+TILED_SIGNATURE = {k: TILED_SIGNATURE[k] for k in (  # the kernel's argument order
+    "idx_q_ptr", "index_k_ptr", "block_table_ptr", "row_request_ptr", "row_position_ptr", "tile_start_ptr", "keys_ptr",
+    "num_rows", "num_heads", "table_stride", "max_blocks", "blocks_per_program", "init_blocks", "local_blocks")}
+TILED_SIGNATURE.update({"BLOCK_M": "constexpr", "HEADS": "constexpr", "BLOCK_N": "constexpr", "MMA_BF16": "constexpr",
+                        "DECODE": "constexpr", "INDEX_FP8": "constexpr", "INDEX_RECORD_BYTES": "constexpr"})
+TILED_VARIANTS = {  # name: (index-K dtype, rows per tile); one index head (a TP4 rank)
+    "tiled scorer, mxfp4 index-K, 32 rows": ("mxfp4", 32),
+    "tiled scorer, fp8 index-K, 32 rows": ("fp8", 32),
+}
+
+
+def tiled_index_counts(index_k_dtype: str, tile_rows: int) -> dict:
+    """Compile the prefill-shaped scorer (``IndexConfig(tile_rows=...)``) for sm_90, one index head, the launch's
+    BLOCK_N (<= 64) and warps; its whole SASS counted."""
+    from atom_mxfp4.index_k import IndexKDtype
+    index = importlib.import_module("atom_mxfp4.kernels.triton.index_topk")
+    dtype = IndexKDtype.parse(index_k_dtype)
+    cfg = index.DEFAULT_CONFIG
+    constants = {"BLOCK_M": tile_rows, "HEADS": 1, "BLOCK_N": min(cfg.block_n, 64), "MMA_BF16": True,
+                 "DECODE": decode_variant(cfg.asm).value, "INDEX_FP8": dtype is IndexKDtype.FP8,
+                 "INDEX_RECORD_BYTES": dtype.record_bytes}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(TILED_SIGNATURE.values()) if kind[0] == "*"}
+    kernel = triton.compile(ASTSource(index._score_tiled_kernel, TILED_SIGNATURE, constants, attrs),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps, **FUSED})
+    return whole_kernel_counts(kernel)
+
+
 def whole_kernel_counts(kernel) -> dict:
     """SASS instructions of a compiled kernel (all of it, every branch once), by opcode, and its shared bytes."""
     ops = opcodes(text for _, text in instructions(cubin_sass(kernel.asm["cubin"])))
@@ -304,7 +333,8 @@ def main() -> None:
         print(json.dumps(write_variants()))
         return
     if args.index_json:
-        print(json.dumps({name: index_counts(*variant) for name, variant in INDEX_VARIANTS.items()}))
+        print(json.dumps({**{name: index_counts(*variant) for name, variant in INDEX_VARIANTS.items()},
+                          **{name: tiled_index_counts(*variant) for name, variant in TILED_VARIANTS.items()}}))
         return
     print(f"triton {triton.__version__}, target sm_90\n")
     print("| variant | loop instructions / thread | elements / thread | instructions / element | shared B | "

@@ -112,6 +112,64 @@ def _score_kernel(
 
 
 @triton.jit
+def _score_tiled_kernel(
+    idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, tile_start_ptr, keys_ptr,
+    num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
+    BLOCK_M: tl.constexpr, HEADS: tl.constexpr, BLOCK_N: tl.constexpr, MMA_BF16: tl.constexpr,
+    DECODE: tl.constexpr, INDEX_FP8: tl.constexpr, INDEX_RECORD_BYTES: tl.constexpr,
+):
+    """Prefill-shaped scoring: one program scores ``BLOCK_M`` consecutive rows of one request (a tile from
+    ``tile_starts``; -1: no tile, nothing done) x all their index heads against a chunk of blocks, each page decoded
+    once for the whole tile: the dot is [BLOCK_M x HEADS, 128] x [128, BLOCK_N] (row-major over (row, head)).
+    Writes the same rank keys as ``_score_kernel`` (every block <= each row's own block)."""
+    start = tl.load(tile_start_ptr + tl.program_id(0))
+    live = start >= 0
+    start = tl.maximum(start, 0).to(tl.int64)
+    chunk = tl.program_id(1)
+    f = tl.arange(0, BLOCK_M * HEADS)  # (row in tile, head) flattened
+    row = start + f // HEADS
+    head = f % HEADS
+    request0 = tl.load(row_request_ptr + start)
+    in_range = (row < num_rows) & live
+    request = tl.load(row_request_ptr + row, mask=in_range, other=-1)
+    row_ok = in_range & (request == request0)  # the tile's rows: one request (tile_starts cut at request changes)
+    lane_ok = row_ok & (head < num_heads)
+    position = tl.load(row_position_ptr + row, mask=row_ok, other=0)
+    own_block = position // PAGE_SIZE
+    dim = tl.arange(0, HEAD_DIM)
+    q = tl.load(idx_q_ptr + (row[:, None] * num_heads + head[:, None]) * HEAD_DIM + dim[None, :],
+                mask=lane_ok[:, None], other=0.0).to(tl.float32)
+    q = mma_operand(q, MMA_BF16)  # bf16 values: exact
+    out_ptr = keys_ptr + (head.to(tl.int64) * num_rows + row) * max_blocks
+    first = chunk * blocks_per_program
+    top_block = tl.max(tl.where(lane_ok, own_block, -1), axis=0)
+    trips = tl.minimum(blocks_per_program, tl.minimum(top_block + 1, max_blocks) - first)
+    for i in range(0, trips):
+        blk = first + i
+        is_init = blk < init_blocks
+        read = lane_ok & (blk >= init_blocks) & (blk <= own_block - local_blocks)  # per lane: not forced
+        page_read = tl.max(read.to(tl.int32), axis=0) > 0
+        page = tl.load(block_table_ptr + request0 * table_stride + blk, mask=page_read, other=0).to(tl.int64)
+        record = index_k_ptr + page * INDEX_RECORD_BYTES
+        score = tl.full([BLOCK_M * HEADS], float("-inf"), tl.float32)
+        for t in tl.static_range(0, PAGE_SIZE, BLOCK_N):
+            offset = t + tl.arange(0, BLOCK_N)
+            token_ok = (offset >= 0) & page_read
+            if INDEX_FP8:
+                k = load_fp8_tokens(record, offset, token_ok, BLOCK_N)
+            else:
+                k = load_tokens(record, offset, token_ok, BLOCK_N, MMA_BF16, DECODE)
+            s = tl.dot(q, tl.trans(mma_operand(k, MMA_BF16)))  # [BLOCK_M x HEADS, BLOCK_N]
+            visible = (blk * PAGE_SIZE + offset)[None, :] <= position[:, None]
+            s = tl.where(visible & read[:, None] & (s == s), s, float("-inf"))  # NaN never wins the max
+            score = tl.maximum(score, tl.max(s, axis=1))
+        bits = (score + 0.0).to(tl.int32, bitcast=True)  # -0.0 -> +0.0
+        key = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+        key = tl.where(read, key, tl.where(is_init, INIT_KEY, LOCAL_KEY))
+        tl.store(out_ptr + blk, key, mask=lane_ok & (blk <= own_block))
+
+
+@triton.jit
 def _select_kernel(
     keys_ptr, row_position_ptr, out_ptr, num_rows, max_blocks,
     TOPK: tl.constexpr, TOPK_POW2: tl.constexpr, BLOCKS_POW2: tl.constexpr,
@@ -150,6 +208,9 @@ class IndexConfig:
     score_warps: int = 4
     select_warps: int = 4
     blocks_per_program: int | None = None  # None: the heuristic below
+    tile_rows: int | None = None  # (row, head) lanes per program of one request (``_score_tiled_kernel``, 16 or 32:
+    # the dot's M; at 64 sm_90's wgmma lowering refuses the MXFP4 decode's layout), prefill-shaped batches, bf16 idx_q
+    # only; None: one program per row. Opt-in until measured (evals/bench/prefill_bench.py)
     asm: bool = True  # the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same exact bf16 values as the
     # Triton decode, so the same scores and ids. Faster than tl.dot_scaled at large batch on the H200, which was
     # removed (docs/triton.md "Tried and not kept ("Removed experiments")"; 32K x 256: ledger rows "index_topk" /
@@ -194,6 +255,22 @@ def check_index_topk(idx_q, index_k_cache, block_table, row_request, row_positio
         fail("index_k_cache", f"contiguous uint8 [pages, 1, {width}] (index_k_dtype {index_dtype.value!r})",
              f"{index_k_cache.dtype} {list(index_k_cache.shape)} strides {tuple(index_k_cache.stride())}")
     return index_dtype
+
+
+def tile_starts(row_request, block_m: int) -> torch.Tensor:
+    """The tiles of ``_score_tiled_kernel``: runs of consecutive rows of one request cut every ``block_m`` rows ->
+    [R] int32, the first row of each tile in order, then -1 (no tile). Built on the device without a sync (R slots:
+    as many tiles as rows at most, when every row is a request of its own; a prefill batch needs about R / block_m)."""
+    rows = row_request.shape[0]
+    index = torch.arange(rows, device=row_request.device)
+    new_run = torch.ones(rows, dtype=torch.bool, device=row_request.device)
+    new_run[1:] = row_request[1:] != row_request[:-1]
+    run_start = torch.where(new_run, index, 0).cummax(0).values
+    is_start = (index - run_start) % block_m == 0
+    slot = torch.where(is_start, torch.cumsum(is_start, 0) - 1, rows)  # non-starts to the spare slot past the end
+    starts = torch.full((rows + 1,), -1, dtype=torch.int32, device=row_request.device)
+    starts.scatter_(0, slot, index.to(torch.int32))
+    return starts[:rows]
 
 
 def select_topk(keys, row_position, out, *, topk, config=None):
@@ -247,6 +324,22 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
                    else cfg.blocks_per_program)
     q_fp32 = idx_q.dtype != torch.bfloat16  # fp32 / fp16 idx_q: an fp32 dot (bf16 would round it)
     # ---- launch
+    if cfg.tile_rows is not None and not q_fp32:
+        heads_pow2 = pow2_at_least(heads)
+        expect(cfg.tile_rows in (16, 32) and cfg.tile_rows >= heads_pow2, "config.tile_rows",
+               f"16 or 32 and >= the index heads rounded up to a power of two ({heads_pow2})", cfg.tile_rows)
+        block_m = cfg.tile_rows // heads_pow2
+        starts = tile_starts(row_request, block_m)
+        if cfg.blocks_per_program is None:  # about 8 programs per SM over the (tiles x blocks) grid
+            per_program = blocks_per_program_for(cdiv(rows, block_m), max_blocks, device)
+        launcher(_score_tiled_kernel)[(starts.shape[0], cdiv(max_blocks, per_program))](
+            idx_q, index_k_cache, block_table, row_request, row_position, starts, keys,
+            rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
+            BLOCK_M=block_m, HEADS=heads_pow2, BLOCK_N=min(cfg.block_n, 64), MMA_BF16=mma_bf16(),
+            DECODE=decode_variant(cfg.asm).value, INDEX_FP8=index_dtype is IndexKDtype.FP8,
+            INDEX_RECORD_BYTES=width, num_warps=cfg.score_warps, **FUSED,
+        )
+        return select_topk(keys, row_position, out, topk=topk, config=cfg)
     launcher(_score_kernel)[(rows, cdiv(max_blocks, per_program))](
         idx_q, index_k_cache, block_table, row_request, row_position, keys,
         rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
