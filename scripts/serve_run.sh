@@ -44,9 +44,11 @@ SITE=/tmp/sgl_site
 mkdir -p "$SITE"
 WHEELS=$(ls "$ROOT/.whl/serve"/*.whl 2>/dev/null)
 [ "$MODE" = eval ] && WHEELS="$WHEELS $(ls "$ROOT/.whl/eval"/*.whl 2>/dev/null)"
-if [ -n "${WHEELS// /}" ]; then
+STAMP=$(ls -l $WHEELS 2>/dev/null | awk '{print $5, $NF}' | md5sum | cut -c1-16)  # the wheels' names and sizes
+if [ -n "${WHEELS// /}" ] && [ "$(cat "$SITE/.wheels" 2>/dev/null)" != "$STAMP" ]; then  # once per warm machine
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
     $WHEELS || { echo "wheel install failed"; exit 2; }
+  echo "$STAMP" > "$SITE/.wheels"
 fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade \
   --target "$SITE" "$ROOT" || { echo "atom_mxfp4 install failed"; exit 2; }
