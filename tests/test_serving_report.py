@@ -130,3 +130,20 @@ def test_a_server_that_does_not_come_up_is_stopped(tmp_path, monkeypatch):
     with pytest.raises(TimeoutError, match="not ready"):
         serving._start("fp8_e4m3", "model", ["--load-format", "dummy"], [], tmp_path, 31100, 5)
     assert len(stopped) == 1 and "fp8_e4m3" in stopped[0]
+
+
+def test_compiles_inside_a_run_are_counted_and_reported():
+    """SGLang logs each Triton compile after its start-up (sglang.srt.utils.triton_load_watch); a run counts the ones
+    inside it and the report names them (a compile stalls every request of the run)."""
+    from atom_mxfp4.evals.serving import compiles
+    log = ("[2026-12-07 13:04:00] Triton kernel '_topk_index_kernel' took 7.94 s to compile after serving started. "
+           "Serving-time compilation can stall the engine; pre-compile it during engine init.\n"
+           "[2026-12-07 13:04:01] Decode batch, #running-req: 1\n"
+           "[2026-12-07 13:04:06] Triton kernel '_score_kernel' took 0.50 s to compile after serving started. x\n"
+           "[2026-12-07 13:04:07] Triton kernel '_topk_index_kernel' took 1.06 s to compile after serving started. x\n")
+    found = compiles(log)
+    assert found == {"compiles": 3, "compile_seconds": 9.5, "compiled": {"_topk_index_kernel": 2, "_score_kernel": 1}}
+    assert compiles("[..] Decode batch\n") == {"compiles": 0, "compile_seconds": 0.0, "compiled": {}}
+    results = RESULTS + [_run("mxfp4", 2048, 1, 100.0, 1, **found)]
+    assert ("Triton compiles inside timed runs (each stalls the server): mxfp4 2048x1: 3 (9.5 s: _score_kernel, "
+            "_topk_index_kernel)") in report_tables(results)

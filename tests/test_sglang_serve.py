@@ -84,6 +84,7 @@ def test_sglang_benchmark_client_end_to_end(server, tmp_path):
     assert record["output_throughput"] > 0 and record["mean_ttft_ms"] > 0 and record["p99_itl_ms"] >= 0, record
     assert record["max_running"] >= 1, record  # /v1/loads was sampled while the requests ran
     assert record["warmup_seconds"] > 0, record  # the run's shapes were served once before it
+    assert isinstance(record["compiles"], int) and isinstance(record["compiled"], dict), record  # read from its log
     assert load(server.url)["num_running_reqs"] == 0
 
 

@@ -28,6 +28,7 @@ import csv
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -51,6 +52,10 @@ CLIENT = [sys.executable, "-m", "sglang.benchmark.serving"]
 WARMUP_OUTPUT = 8  # tokens per warm-up request
 WARMUP_REQUESTS = 16  # at most this many at once (a prefill chunk of 8K+ prompts holds 1-2 of them; decode is graphed)
 WARMUP_VOCAB = 256  # warm-up prompt ids below this (every test tokenizer has them)
+# SGLang logs every Triton compile after its start-up (its own kernels and ours) taking at least this many seconds
+# (sglang.srt.utils.triton_load_watch); the bench servers log every one, and each run counts those inside it
+COMPILE_LOG_SECONDS = "0.05"
+COMPILE_LINE = re.compile(r"Triton kernel '([^']+)' took ([0-9.]+) s to compile after serving started")
 
 
 def client_command(url: str, model: str, input_len: int, output_len: int, concurrency: int, prompts: int,
@@ -120,6 +125,7 @@ def run_client(server: Server, model: str, input_len: int, concurrency: int, pro
             record["warmup_seconds"] = warm_up(server, input_len, concurrency)
         except Exception as error:  # noqa: BLE001 (reported as the run's error; the next run goes on)
             return {**record, "error": f"warm-up failed: {type(error).__name__}: {error}"}
+    log_start = len(server.log())
     with LoadSampler(server.url) as sampled:
         started = time.perf_counter()
         try:
@@ -128,7 +134,7 @@ def run_client(server: Server, model: str, input_len: int, concurrency: int, pro
         except subprocess.TimeoutExpired:
             return {**record, "error": f"the client ran past {timeout} s"}
         record["seconds"] = round(time.perf_counter() - started, 1)
-    record.update(max_running=sampled.running, max_waiting=sampled.waiting)
+    record.update(max_running=sampled.running, max_waiting=sampled.waiting, **compiles(server.log()[log_start:]))
     if done.returncode != 0 or not output_file.exists():
         return {**record, "error": f"client exit {done.returncode}: {(done.stderr or done.stdout)[-600:]}"}
     result = json.loads(output_file.read_text().strip().splitlines()[-1])
@@ -138,8 +144,19 @@ def run_client(server: Server, model: str, input_len: int, concurrency: int, pro
     return record
 
 
+def compiles(log: str) -> dict:
+    """The Triton compiles SGLang logged in ``log`` (a stretch of a server's log): how many, their seconds, and the
+    kernels (a compile inside a timed run stalls every request in it)."""
+    found = [(name, float(seconds)) for name, seconds in COMPILE_LINE.findall(log)]
+    kernels = {}
+    for name, _ in found:
+        kernels[name] = kernels.get(name, 0) + 1
+    return {"compiles": len(found), "compile_seconds": round(sum(s for _, s in found), 2), "compiled": kernels}
+
+
 def _start(kv: str, model: str, common: list[str], extra: list[str], out: Path, port: int, timeout: float) -> tuple:
-    server = Server(["--model-path", model] + common + KV_ARGS[kv] + extra, dict(os.environ),
+    env = {**os.environ, "SGLANG_TRITON_SLOW_COMPILE_THRESHOLD_SECS": COMPILE_LOG_SECONDS}
+    server = Server(["--model-path", model] + common + KV_ARGS[kv] + extra, env,
                     out / f"server-{kv}-{port}.log", port=port).start()
     try:  # a start that fails, times out or is interrupted (SIGTERM) leaves no server holding the port and the GPU
         ready = server.wait_ready(timeout)
@@ -270,6 +287,11 @@ def report_tables(results: list[dict]) -> str:
                          f"{r['max_running']} ({r['max_waiting']}) | {_fmt(tps)} | {_fmt(r.get('mean_ttft_ms'))} | "
                          + (f"{tps / bf16:.2f}x" if tps and bf16 else "-") + (f" ({r['error']})" if "error" in r
                                                                               else "") + " |")
+    stalled = [r for r in results if r.get("compiles")]
+    if stalled:
+        lines += ["", "Triton compiles inside timed runs (each stalls the server): "
+                  + "; ".join(f"{r['kv']} {r['input_len']}x{r['concurrency']}: {r['compiles']} ({r['compile_seconds']} "
+                              f"s: {', '.join(sorted(r['compiled']))})" for r in stalled)]
     failed = [r for r in results if "error" in r]
     if failed:
         lines += ["", f"{len(failed)} run(s) failed: "
