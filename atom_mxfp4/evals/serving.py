@@ -24,6 +24,7 @@ Usage (a GPU with SGLang installed; scripts/serve_run.sh bench runs it on the le
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import json
 import os
@@ -147,11 +148,9 @@ def run_client(server: Server, model: str, input_len: int, concurrency: int, pro
 def compiles(log: str) -> dict:
     """The Triton compiles SGLang logged in ``log`` (a stretch of a server's log): how many, their seconds, and the
     kernels (a compile inside a timed run stalls every request in it)."""
-    found = [(name, float(seconds)) for name, seconds in COMPILE_LINE.findall(log)]
-    kernels = {}
-    for name, _ in found:
-        kernels[name] = kernels.get(name, 0) + 1
-    return {"compiles": len(found), "compile_seconds": round(sum(s for _, s in found), 2), "compiled": kernels}
+    found = COMPILE_LINE.findall(log)
+    return {"compiles": len(found), "compile_seconds": round(sum(float(seconds) for _, seconds in found), 2),
+            "compiled": dict(collections.Counter(name for name, _ in found))}
 
 
 def _start(kv: str, model: str, common: list[str], extra: list[str], out: Path, port: int, timeout: float) -> tuple:

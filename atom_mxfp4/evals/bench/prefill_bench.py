@@ -38,31 +38,28 @@ import torch
 from atom_mxfp4 import ops
 from atom_mxfp4.backends import resolve_backend
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
+from atom_mxfp4.evals.bench._timing import eager_time_ms
 from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE
 
 NORMS = ("q_norm", "k_norm", "idx_q_norm", "idx_k_norm")
 
 
 def time_ms(call, reps: int, device: torch.device) -> float:
-    """Median wall time of ``call`` (CUDA: event-timed, each call eager as SGLang's prefill runs it)."""
+    """Median time of ``call``: on CUDA event-timed eager calls (``_timing.eager_time_ms``, eager as SGLang's prefill
+    runs them), elsewhere wall time."""
+    if device.type == "cuda":
+        return eager_time_ms(call, reps)
     call()
-    if device.type != "cuda":
-        times = []
-        for _ in range(reps):
-            start = time.perf_counter()
-            call()
-            times.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(times)
-    torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        start = time.perf_counter()
         call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
+
+
+def _error(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"[:300]
 
 
 def causal_pairs(prefix: int, chunk: int) -> int:
@@ -143,12 +140,12 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
             record[name] = round(time_ms(call, reps, dev), 4)
         except Exception as error:  # noqa: BLE001 (one op's failure is reported; the others still run)
             record[name] = None
-            record.setdefault("errors", {})[name] = f"{type(error).__name__}: {error}"[:300]
+            record.setdefault("errors", {})[name] = _error(error)
     if "index_tiled32" in calls:  # the tiled scorer's ids equal the layer's
         try:
             record["index_tiled_same_ids"] = bool(torch.equal(calls["index_tiled32"](), topk))
         except Exception as error:  # noqa: BLE001
-            record.setdefault("errors", {})["index_tiled_same_ids"] = f"{type(error).__name__}: {error}"[:300]
+            record.setdefault("errors", {})["index_tiled_same_ids"] = _error(error)
     if peers:
         record.update(measure_peers(prefix, chunk, cfg.num_q_heads, reps, dev))
     return record

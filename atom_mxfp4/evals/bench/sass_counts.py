@@ -137,19 +137,23 @@ def index_counts(index_k_dtype: str, asm: bool) -> dict:
     cfg = index.DEFAULT_CONFIG
     constants = {"BLOCK_N": cfg.block_n, "MMA_BF16": True, "DECODE": decode_variant(asm).value, "Q_FP32": False,
                  "INDEX_FP8": dtype is IndexKDtype.FP8, "INDEX_RECORD_BYTES": dtype.record_bytes}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(INDEX_SIGNATURE.values()) if kind[0] == "*"}
-    kernel = triton.compile(ASTSource(index._score_kernel, INDEX_SIGNATURE, constants, attrs),
-                            target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps, **FUSED})
-    return whole_kernel_counts(kernel)
+    return whole_kernel_counts(_compile_sm90(index._score_kernel, INDEX_SIGNATURE, constants, cfg.score_warps))
 
 
-TILED_SIGNATURE = {**{k: v for k, v in INDEX_SIGNATURE.items() if k != "Q_FP32" and not k.startswith("keys")},
-                   "tile_start_ptr": "*i32", "keys_ptr": "*i32"}
-TILED_SIGNATURE = {k: TILED_SIGNATURE[k] for k in (  # the kernel's argument order
-    "idx_q_ptr", "index_k_ptr", "block_table_ptr", "row_request_ptr", "row_position_ptr", "tile_start_ptr", "keys_ptr",
-    "num_rows", "num_heads", "table_stride", "max_blocks", "blocks_per_program", "init_blocks", "local_blocks")}
-TILED_SIGNATURE.update({"BLOCK_M": "constexpr", "HEADS": "constexpr", "BLOCK_N": "constexpr", "MMA_BF16": "constexpr",
-                        "DECODE": "constexpr", "INDEX_FP8": "constexpr", "INDEX_RECORD_BYTES": "constexpr"})
+def _compile_sm90(kernel, signature: dict, constants: dict, num_warps: int):
+    """``kernel`` compiled for sm_90 with every pointer argument 16-byte aligned (as the launches' tensors are)."""
+    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind[0] == "*"}
+    return triton.compile(ASTSource(kernel, signature, constants, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, **FUSED})
+
+
+TILED_SIGNATURE = {  # _score_tiled_kernel's arguments, in order
+    "idx_q_ptr": "*bf16", "index_k_ptr": "*u8", "block_table_ptr": "*i32", "row_request_ptr": "*i32",
+    "row_position_ptr": "*i32", "tile_start_ptr": "*i32", "keys_ptr": "*i32", "num_rows": "i32", "num_heads": "i32",
+    "table_stride": "i32", "max_blocks": "i32", "blocks_per_program": "i32", "init_blocks": "i32",
+    "local_blocks": "i32", "BLOCK_M": "constexpr", "HEADS": "constexpr", "BLOCK_N": "constexpr",
+    "MMA_BF16": "constexpr", "DECODE": "constexpr", "INDEX_FP8": "constexpr", "INDEX_RECORD_BYTES": "constexpr",
+}
 TILED_VARIANTS = {  # name: (index-K dtype, rows per tile); one index head (a TP4 rank)
     "tiled scorer, mxfp4 index-K, 32 rows": ("mxfp4", 32),
     "tiled scorer, fp8 index-K, 32 rows": ("fp8", 32),
@@ -166,10 +170,7 @@ def tiled_index_counts(index_k_dtype: str, tile_rows: int) -> dict:
     constants = {"BLOCK_M": tile_rows, "HEADS": 1, "BLOCK_N": min(cfg.block_n, 64), "MMA_BF16": True,
                  "DECODE": decode_variant(cfg.asm).value, "INDEX_FP8": dtype is IndexKDtype.FP8,
                  "INDEX_RECORD_BYTES": dtype.record_bytes}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(TILED_SIGNATURE.values()) if kind[0] == "*"}
-    kernel = triton.compile(ASTSource(index._score_tiled_kernel, TILED_SIGNATURE, constants, attrs),
-                            target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg.score_warps, **FUSED})
-    return whole_kernel_counts(kernel)
+    return whole_kernel_counts(_compile_sm90(index._score_tiled_kernel, TILED_SIGNATURE, constants, cfg.score_warps))
 
 
 def whole_kernel_counts(kernel) -> dict:

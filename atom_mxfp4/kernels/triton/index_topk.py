@@ -320,18 +320,18 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         return out
     # ---- tuning
     cfg = DEFAULT_CONFIG if config is None else config
-    per_program = (blocks_per_program_for(rows, max_blocks, device) if cfg.blocks_per_program is None
-                   else cfg.blocks_per_program)
     q_fp32 = idx_q.dtype != torch.bfloat16  # fp32 / fp16 idx_q: an fp32 dot (bf16 would round it)
-    # ---- launch
-    if cfg.tile_rows is not None and not q_fp32:
+    tiled = cfg.tile_rows is not None and not q_fp32  # the prefill-shaped scorer: a program per tile of rows
+    if tiled:
         heads_pow2 = pow2_at_least(heads)
         expect(cfg.tile_rows in (16, 32) and cfg.tile_rows >= heads_pow2, "config.tile_rows",
                f"16 or 32 and >= the index heads rounded up to a power of two ({heads_pow2})", cfg.tile_rows)
         block_m = cfg.tile_rows // heads_pow2
+    per_program = (blocks_per_program_for(cdiv(rows, block_m) if tiled else rows, max_blocks, device)
+                   if cfg.blocks_per_program is None else cfg.blocks_per_program)  # ~8 programs per SM
+    # ---- launch
+    if tiled:
         starts = tile_starts(row_request, block_m)
-        if cfg.blocks_per_program is None:  # about 8 programs per SM over the (tiles x blocks) grid
-            per_program = blocks_per_program_for(cdiv(rows, block_m), max_blocks, device)
         launcher(_score_tiled_kernel)[(starts.shape[0], cdiv(max_blocks, per_program))](
             idx_q, index_k_cache, block_table, row_request, row_position, starts, keys,
             rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
@@ -339,12 +339,12 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
             DECODE=decode_variant(cfg.asm).value, INDEX_FP8=index_dtype is IndexKDtype.FP8,
             INDEX_RECORD_BYTES=width, num_warps=cfg.score_warps, **FUSED,
         )
-        return select_topk(keys, row_position, out, topk=topk, config=cfg)
-    launcher(_score_kernel)[(rows, cdiv(max_blocks, per_program))](
-        idx_q, index_k_cache, block_table, row_request, row_position, keys,
-        rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
-        BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DECODE=decode_variant(cfg.asm).value, Q_FP32=q_fp32,
-        INDEX_FP8=index_dtype is IndexKDtype.FP8, INDEX_RECORD_BYTES=width,
-        num_warps=cfg.score_warps, **FUSED,
-    )
+    else:
+        launcher(_score_kernel)[(rows, cdiv(max_blocks, per_program))](
+            idx_q, index_k_cache, block_table, row_request, row_position, keys,
+            rows, heads, block_table.stride(0), max_blocks, per_program, init_blocks, local_blocks,
+            BLOCK_N=cfg.block_n, MMA_BF16=mma_bf16(), DECODE=decode_variant(cfg.asm).value, Q_FP32=q_fp32,
+            INDEX_FP8=index_dtype is IndexKDtype.FP8, INDEX_RECORD_BYTES=width,
+            num_warps=cfg.score_warps, **FUSED,
+        )
     return select_topk(keys, row_position, out, topk=topk, config=cfg)
