@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import launch, ops
+from . import launch, ops, prefill
 from .backends import resolve_backend
 from .cache import FP8IndexKCache, MXFP4PageCache, allocate_index_k, as_records, index_records
 from .checked import once
@@ -55,6 +55,9 @@ class LayerConfig:
     q_dtype: torch.dtype = torch.bfloat16
     index_k_dtype: IndexKDtype = IndexKDtype(DEFAULT_INDEX_K_DTYPE)  # "mxfp4" | "fp8" (atom_mxfp4.index_k)
     softmax_scale: float = field(default=1.0 / math.sqrt(HEAD_DIM))
+    # dense layers: prefill segments of at least this many new tokens run as flash attention over the dequantized
+    # prefix (atom_mxfp4.prefill; needs AttentionMetadata.segments and a bf16 q); 0: every row by the decode kernel
+    flash_prefill_rows: int = 0
 
     def __post_init__(self):
         """Every field is checked here, naming it, so a bad config fails at construction, not deep in a kernel."""
@@ -81,6 +84,7 @@ class LayerConfig:
         expect_int(self.init_blocks, "init_blocks", 0)
         expect_int(self.local_blocks, "local_blocks", 0)
         expect_int(self.max_position, "max_position", 1, MAX_POSITION)
+        expect_int(self.flash_prefill_rows, "flash_prefill_rows", 0)
         object.__setattr__(self, "rope_theta", expect_positive(self.rope_theta, "rope_theta"))
         object.__setattr__(self, "eps", expect_positive(self.eps, "eps"))
         object.__setattr__(self, "softmax_scale", expect_positive(self.softmax_scale, "softmax_scale"))
@@ -117,6 +121,10 @@ class AttentionMetadata:
     block_table [B, max_pages] i32: each request's page ids (position p lives in page ``block_table[b, p // 128]``).
     plans: the batch's pa_decode plans (``pa_decode_plan``), made once and reused by every layer; a runner that
     refills these tensors in place for the next batch (CUDA-graph buffers) keeps them: a plan depends on shapes only.
+    segments: the rows as runs of consecutive new tokens of one request (``prefill.Segment``, host ints, in row
+    order; ``for_requests`` and the SGLang backend make them): what lets a dense layer run a long run as flash
+    attention (``LayerConfig.flash_prefill_rows``); empty: every row by the decode kernel. check=True compares them
+    with positions / token_request once per batch.
     """
 
     positions: torch.Tensor
@@ -124,6 +132,7 @@ class AttentionMetadata:
     token_request: torch.Tensor
     block_table: torch.Tensor
     plans: dict = field(default_factory=dict, repr=False, compare=False)
+    segments: tuple = field(default=(), repr=False, compare=False)
     _rows: tuple = field(default=(None, None), init=False, repr=False, compare=False)
     # the layers' traced steps of this batch (atom_mxfp4.replay), per kind of layer; made and read by forward
     steps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -198,7 +207,7 @@ class AttentionMetadata:
             expect(int(pages[bad]) >= 0, "block_table", "page ids >= 0 for every new token",
                    f"{int(pages[bad])} for request {int(request[bad])}, position {int(positions[bad])}")
         slots = pages * PAGE_SIZE + positions % PAGE_SIZE
-        return cls(positions, slots, request, block_table)
+        return cls(positions, slots, request, block_table, segments=prefill.segments_for(prefix_lens, new_lens))
 
     @property
     def num_tokens(self) -> int:
@@ -325,6 +334,9 @@ class SparseMXFP4Attention:
                    f"<= {MAX_INDEX_BLOCKS} on a sparse layer", meta.block_table.shape[1])
         once("slots", (meta.block_table, meta.token_request, meta.positions, meta.slot_mapping), (),
              lambda: _check_slots(meta))
+        if self._flash(meta):
+            once("segments", (meta.block_table, meta.token_request, meta.positions), (meta.segments,),
+                 lambda: prefill.check_segments(meta.segments, meta.positions, meta.token_request, meta.block_table))
 
     def forward(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches, *, return_topk=False,
                 check: bool = True, out: torch.Tensor | None = None):
@@ -392,13 +404,31 @@ class SparseMXFP4Attention:
             index_k_dtype=c.index_k_dtype, backend=self.backend, check=False)
         topk_blocks = self.select(idx_q, meta, caches, check=False) if c.sparse else None
         plan = meta.pa_decode_plan(c, device, self.backend)  # the batch's: made by the first layer or the runner
-        # dense: the request's pages; sparse: its top-k blocks (one launch where the backend fuses the tables)
-        ops.attend(out.view(num_tokens * c.num_kv_heads, c.group, c.head_dim),
-                   q.view(num_tokens * c.num_kv_heads, c.group, c.head_dim), caches.k, caches.v,
-                   meta.block_table, meta.token_request, meta.row_position, num_kv_heads=c.num_kv_heads,
-                   topk_blocks=topk_blocks, softmax_scale=c.softmax_scale, plan=plan, backend=self.backend,
-                   check=False)
-        return topk_blocks
+        rows = (num_tokens * c.num_kv_heads, c.group, c.head_dim)
+        out_rows, q_rows, row_position = out.view(rows), q.view(rows), meta.row_position
+        if not self._flash(meta):
+            # dense: the request's pages; sparse: its top-k blocks (one launch where the backend fuses the tables)
+            ops.attend(out_rows, q_rows, caches.k, caches.v, meta.block_table, meta.token_request, row_position,
+                       num_kv_heads=c.num_kv_heads, topk_blocks=topk_blocks, softmax_scale=c.softmax_scale,
+                       plan=plan, backend=self.backend, check=False)
+            return topk_blocks
+
+        def decode(first: int, end: int) -> None:  # the rows of tokens [first, end) by the decode kernel
+            h = c.num_kv_heads
+            ops.attend(out_rows[first * h: end * h], q_rows[first * h: end * h], caches.k, caches.v,
+                       meta.block_table, meta.token_request[first:end], row_position[first:end], num_kv_heads=h,
+                       softmax_scale=c.softmax_scale, plan=plan, backend=self.backend, check=False)
+
+        prefill.attend_dense(out_rows, q_rows, caches.k, caches.v, meta.block_table, meta.token_request,
+                             row_position, meta.segments, num_kv_heads=c.num_kv_heads, softmax_scale=c.softmax_scale,
+                             min_rows=c.flash_prefill_rows, decode=decode)
+        return None
+
+    def _flash(self, meta) -> bool:
+        """Whether this dense step runs a prefill segment as flash attention (atom_mxfp4.prefill)."""
+        c = self.config
+        return (c.flash_prefill_rows > 0 and not c.sparse and c.q_dtype == torch.bfloat16
+                and bool(getattr(meta, "segments", ())) and prefill.longest(meta.segments) >= c.flash_prefill_rows)
 
     # ---- the replayed step (atom_mxfp4.replay) ----
     def _statics(self, caches: LayerCaches, qkv: torch.Tensor) -> tuple[tuple, tuple]:
@@ -432,6 +462,9 @@ class SparseMXFP4Attention:
         second one (the first leaves a mark; the second is traced under the Guard). A later ordinary step with
         check=True and the trace's signatures marks the trace validated."""
         if not isinstance(meta, AttentionMetadata) or capturing(qkv):
+            return None
+        if self._flash(meta):  # torch work on host ints (the segments): never traced, never replayed
+            meta.steps[self._kind] = Trace(meta, launches=())
             return None
         seen = meta.steps.get(self._kind)
         first = seen is None or seen.meta_state != meta_state(meta)

@@ -10,7 +10,9 @@ resolves, at every prefix of the prompt:
   ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer, ``IndexConfig(tile_rows=...)``, each index-K page decoded
   once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the layer's);
 - ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
-- ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``).
+- ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``);
+  ``layer_dense_flash``: the dense step with ``flash_prefill_rows`` (atom_mxfp4.prefill: SDPA over the dequantized
+  prefix), ``dense_flash_rel_l2`` its output against ``layer_dense``'s.
 
 Peers in the same run (torch, bf16, the same work done as dense tensor-core math, not SGLang's kernels):
 ``peer_attend_dense``: ``scaled_dot_product_attention`` of the chunk against prefix + chunk, causal from the bottom
@@ -31,6 +33,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -42,6 +45,7 @@ from atom_mxfp4.evals.bench._timing import eager_time_ms
 from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE
 
 NORMS = ("q_norm", "k_norm", "idx_q_norm", "idx_k_norm")
+FLASH_ROWS = 128  # layer_dense_flash: LayerConfig.flash_prefill_rows (a chunk's rows are one segment)
 
 
 def time_ms(call, reps: int, device: torch.device) -> float:
@@ -77,6 +81,8 @@ class Prompt:
         self.dense_cfg = LayerConfig(num_q_heads=heads, sparse=False, index_k_dtype=index_k)
         self.sparse = SparseMXFP4Attention(self.sparse_cfg, self.weights, backend=backend)
         self.dense = SparseMXFP4Attention(self.dense_cfg, {n: self.weights[n] for n in NORMS[:2]}, backend=backend)
+        self.dense_flash = SparseMXFP4Attention(replace(self.dense_cfg, flash_prefill_rows=FLASH_ROWS),
+                                                {n: self.weights[n] for n in NORMS[:2]}, backend=backend)
         pages = context // PAGE_SIZE
         self.sparse_caches = LayerCaches.allocate(self.sparse_cfg, pages + 1, device)
         self.dense_caches = LayerCaches.allocate(self.dense_cfg, pages + 1, device)
@@ -122,6 +128,7 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         "attend_dense": lambda: attend(None),
         "layer_sparse": lambda: layer.forward(qkv, meta, caches, check=False),
         "layer_dense": lambda: p.dense.forward(qkv_dense, meta, p.dense_caches, check=False),
+        "layer_dense_flash": lambda: p.dense_flash.forward(qkv_dense, meta, p.dense_caches, check=False),
     }
     if dev.type == "cuda" and layer.backend != "triton":
         calls["index_triton"] = lambda: ops.index_topk(
@@ -146,6 +153,12 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
             record["index_tiled_same_ids"] = bool(torch.equal(calls["index_tiled32"](), topk))
         except Exception as error:  # noqa: BLE001
             record.setdefault("errors", {})["index_tiled_same_ids"] = _error(error)
+    try:  # the flash path's output against the decode kernel's, same step (rel-L2)
+        want = p.dense.forward(qkv_dense, meta, p.dense_caches, check=False).double()
+        got = p.dense_flash.forward(qkv_dense, meta, p.dense_caches, check=False).double()
+        record["dense_flash_rel_l2"] = float((got - want).norm() / want.norm().clamp_min(1e-300))
+    except Exception as error:  # noqa: BLE001
+        record.setdefault("errors", {})["dense_flash_rel_l2"] = _error(error)
     if peers:
         record.update(measure_peers(prefix, chunk, cfg.num_q_heads, reps, dev))
     return record
@@ -193,20 +206,21 @@ def run(context: int, chunk: int, heads: int, index_ks: list[str], backend: str 
 
 def table(report: dict) -> str:
     ops_ = ("write", "index", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse", "attend_dense",
-            "layer_sparse", "layer_dense",
+            "layer_sparse", "layer_dense", "layer_dense_flash",
             "peer_index", "peer_attend_dense")
     shown = [o for o in ops_ if any(r.get(o) is not None for r in report["rows"])]
     lines = [f"{report['device']}, backend {report['backend']}, {report['heads']} q heads, 1 KV head, chunks of "
              f"{report['chunk']} tokens of one {report['context']}-token prompt; ms per chunk (median)", "",
-             "| index-K | prefix | " + " | ".join(shown) + " | dense attend / peer | dense TFLOP/s (ours, peer) |",
-             "|---|---:|" + "---:|" * len(shown) + "---:|---:|"]
+             "| index-K | prefix | " + " | ".join(shown) + " | dense attend / peer | dense TFLOP/s (ours, peer) | "
+             "flash vs decode rel-L2 |", "|---|---:|" + "---:|" * len(shown) + "---:|---:|---:|"]
     for r in report["rows"]:
         flops = 4 * r["pairs"] * HEAD_DIM * report["heads"]  # QK^T and PV
         ours, peer = r.get("attend_dense"), r.get("peer_attend_dense")
         ratio = f"{ours / peer:.2f}x" if ours and peer else "-"
         rate = ", ".join(f"{flops / (t * 1e-3) / 1e12:.1f}" if t else "-" for t in (ours, peer))
         cells = " | ".join("-" if r.get(o) is None else f"{r[o]:.3f}" for o in shown)
-        lines.append(f"| {r['index_k']} | {r['prefix']:,} | {cells} | {ratio} | {rate} |")
+        flash = "-" if r.get("dense_flash_rel_l2") is None else f"{r['dense_flash_rel_l2']:.1e}"
+        lines.append(f"| {r['index_k']} | {r['prefix']:,} | {cells} | {ratio} | {rate} | {flash} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,156 @@
+"""Dense layers' prefill as flash attention over the dequantized prefix (atom_mxfp4.prefill,
+``LayerConfig.flash_prefill_rows``): against the fp64 oracle with the tolerances of tests/test_layer.py, against the
+decode path of the same step, mixed with decode rows, and the segments' refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+
+import _helpers as H
+from test_layer import CONFIGS, ROUNDED_TOL, Run, check_step, make_requests, rel_l2
+
+from atom_mxfp4 import prefill
+from atom_mxfp4.errors import InvalidValue
+from atom_mxfp4.layer import AttentionMetadata, LayerConfig, SparseMXFP4Attention
+
+FLASH_ROWS = 64
+DENSE = dict(CONFIGS["dense_tp4"], flash_prefill_rows=FLASH_ROWS)
+LENS = [450, 129, 1, 97, 63]  # flash: 450, 129, 97; decode: the single token and 63 (< FLASH_ROWS)
+
+
+def spy(monkeypatch) -> list:
+    """Record each SDPA call's (query rows, keys) made by atom_mxfp4.prefill."""
+    calls, real = [], prefill._sdpa
+
+    def recorded(q, k, v, scale):
+        calls.append((q.shape[2], k.shape[2]))
+        return real(q, k, v, scale)
+
+    monkeypatch.setattr(prefill, "_sdpa", recorded)
+    return calls
+
+
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
+def test_prefill_against_the_oracle(backend, monkeypatch):
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, LENS, seed=31)
+    run = Run(config, reqs, weights, seed=32, backend=backend)
+    calls = spy(monkeypatch)
+    out, topk, spans = run.step(LENS)
+    assert calls == [(450, 450), (129, 129), (97, 97)]  # the short runs went to the decode kernel
+    check_step(run, weights, out, topk, spans, config.scale_mode)
+
+
+@pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
+def test_chunks_after_a_cached_prefix_then_decode(backend, monkeypatch):
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, LENS, seed=33)
+    run = Run(config, reqs, weights, seed=34, backend=backend)
+    run.step([300, 40, 0, 10, 0])
+    calls = spy(monkeypatch)
+    out, topk, spans = run.step([148, 87, 1, 85, 62])  # causal from the bottom right: 148 rows over 448 tokens
+    assert calls == [(148, 448), (87, 127), (85, 95)]
+    check_step(run, weights, out, topk, spans, config.scale_mode)
+    calls.clear()
+    out, topk, spans = run.step([1, 1, 0, 1, 1])  # decode rows: no segment is long enough
+    assert calls == []
+    check_step(run, weights, out, topk, spans, config.scale_mode)
+
+
+def test_equals_the_decode_path_to_bf16_rounding():
+    lens = [400, 3, 200]
+    flash = LayerConfig(**DENSE)
+    plain = dataclasses.replace(flash, flash_prefill_rows=0)
+    reqs, weights = make_requests(flash, lens, seed=35)
+    outs = []
+    for config in (flash, plain):
+        run = Run(config, reqs, weights, seed=36)
+        run.step([100, 0, 50])
+        outs.append(run.step([300, 3, 150])[0])
+    assert rel_l2(outs[0], outs[1]) <= ROUNDED_TOL
+
+
+def test_sparse_layers_and_fp8_queries_keep_the_decode_kernel(monkeypatch):
+    calls = spy(monkeypatch)
+    for name, extra in (("sparse_tp4", {}), ("dense_tp4", {"q_dtype": torch.float8_e4m3fn})):
+        config = LayerConfig(**CONFIGS[name], flash_prefill_rows=FLASH_ROWS, **extra)
+        reqs, weights = make_requests(config, [300], seed=37)
+        Run(config, reqs, weights, seed=38).step([300])
+    assert calls == []
+
+
+def test_without_segments_every_row_is_a_decode_row(monkeypatch):
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, [300], seed=39)
+    run = Run(config, reqs, weights, seed=40)
+    meta = AttentionMetadata.for_requests(run.block_table, [0], [300])
+    calls = spy(monkeypatch)
+    plain = AttentionMetadata(meta.positions, meta.slot_mapping, meta.token_request, meta.block_table)
+    run.layer(reqs[0], plain, run.caches)
+    assert calls == []
+
+
+def test_no_sdpa_kernel_falls_back_to_the_decode_kernel(monkeypatch):
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, [300, 100], seed=41)
+    run = Run(config, reqs, weights, seed=42)
+
+    def refused(*args):
+        raise RuntimeError("No available kernel")
+
+    monkeypatch.setattr(prefill, "_sdpa", refused)
+    out, topk, spans = run.step([300, 100])
+    check_step(run, weights, out, topk, spans, config.scale_mode)
+
+
+def test_flash_steps_are_not_replayed(monkeypatch):
+    # the segments are host ints the traced launches would not carry: every dense layer on flash metadata runs it
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, [300], seed=43)
+    run = Run(config, reqs, weights, seed=44)
+    meta = AttentionMetadata.for_requests(run.block_table, [0], [300])
+    calls = spy(monkeypatch)
+    outs = [run.layer(reqs[0], meta, run.caches, check=False) for _ in range(3)]
+    assert len(calls) == 3
+    assert all(torch.equal(o, outs[0]) for o in outs)
+
+
+def test_segments_for():
+    assert prefill.segments_for([0, 5, 7], [3, 0, 2]) == (prefill.Segment(0, 3, 0, 0), prefill.Segment(3, 2, 2, 7))
+    assert prefill.longest(()) == 0
+
+
+@pytest.mark.parametrize("segments, message", [
+    ((prefill.Segment(0, 299, 0, 0),), "300 rows in all"),
+    ((prefill.Segment(0, 150, 0, 0), prefill.Segment(151, 150, 0, 150)), "segments[1].row"),
+    ((prefill.Segment(0, 300, 1, 0),), "segments[0].request"),
+    ((prefill.Segment(0, 300, 0, 1),), "row 0: request 0, position 1"),
+    ((prefill.Segment(0, 300, 0, 200),), "segments[0].start + rows"),
+    (((0, 300, 0, 0),), "a prefill.Segment"),
+])
+def test_segments_that_disagree_with_the_rows_are_refused(segments, message):
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, [300], seed=45)
+    run = Run(config, reqs, weights, seed=46)
+    meta = AttentionMetadata.for_requests(run.block_table, [0], [300])
+    meta.segments = segments
+    before = run.caches.k.records.clone()
+    with pytest.raises((InvalidValue, TypeError), match=re.escape(message)):
+        run.layer(reqs[0], meta, run.caches)
+    assert torch.equal(run.caches.k.records, before)  # refused before the write
+
+
+def test_config_refuses_a_negative_row_count():
+    with pytest.raises(InvalidValue, match="flash_prefill_rows"):
+        LayerConfig(flash_prefill_rows=-1)
+
+
+def test_a_layer_of_flash_config_is_a_kind_of_its_own():
+    a = SparseMXFP4Attention(LayerConfig(**DENSE), {"q_norm": torch.zeros(128), "k_norm": torch.zeros(128)})
+    b = SparseMXFP4Attention(LayerConfig(**CONFIGS["dense_tp4"]), {"q_norm": torch.zeros(128),
+                                                                     "k_norm": torch.zeros(128)})
+    assert a._kind != b._kind
