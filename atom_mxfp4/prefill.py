@@ -92,7 +92,8 @@ def _prefix(cache, block_table: torch.Tensor, seg: Segment, num_kv_heads: int) -
 
 
 def _sdpa(q, k, v, scale: float) -> torch.Tensor:
-    """q [H, G, n, D], k / v [H, G, L, D] (L >= n): causal from the bottom right."""
+    """q [H, G, n, D], k / v [H, 1 or G, L, D] (L >= n): causal from the bottom right; one K/V head serves the G
+    query heads of its group (GQA: flash reads it G times, no copy)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.bias import causal_lower_right
 
@@ -102,7 +103,7 @@ def _sdpa(q, k, v, scale: float) -> torch.Tensor:
 
     def call():
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
-                                                                scale=scale)
+                                                                scale=scale, enable_gqa=k.shape[1] != q.shape[1])
     if not q.is_cuda:
         return call()
     if _FLASH_ONLY is None:
@@ -125,15 +126,17 @@ def attend_dense(out: torch.Tensor, q: torch.Tensor, k_cache, v_cache, block_tab
     pending = None  # [first, end): adjacent rows left to the decode kernel, launched as one range
     for seg in segments:
         if seg.rows >= min_rows:
-            k = _prefix(k_cache, block_table, seg, num_kv_heads)
-            v = _prefix(v_cache, block_table, seg, num_kv_heads)
-            length = k.shape[1]
+            k = _prefix(k_cache, block_table, seg, num_kv_heads)[:, None]  # [nkv, 1, L, D]
+            v = _prefix(v_cache, block_table, seg, num_kv_heads)[:, None]
             query = q_t[seg.row: seg.row + seg.rows].permute(1, 2, 0, 3)  # [nkv, G, n, D]
-            try:
-                result = _sdpa(query, k[:, None].expand(-1, group, length, dim),
-                               v[:, None].expand(-1, group, length, dim), softmax_scale)
-            except RuntimeError:  # no SDPA kernel for these shapes on this device: the decode kernel does it
-                result = None
+            result = None
+            for heads in (1, group):  # GQA first; then K / V copied per query head; then the decode kernel
+                try:
+                    result = _sdpa(query, k.expand(-1, heads, -1, -1).contiguous(),
+                                   v.expand(-1, heads, -1, -1).contiguous(), softmax_scale)
+                    break
+                except RuntimeError:  # no SDPA kernel takes these shapes on this device
+                    continue
             if result is not None:
                 out_t[seg.row: seg.row + seg.rows] = result.permute(2, 0, 1, 3)
                 continue

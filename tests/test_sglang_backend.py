@@ -127,7 +127,8 @@ def forward_batch(backend, req_to_token, done, new):
     if not decode:
         kwargs.update(extend_seq_lens=torch.tensor([new[r] for r in rows], dtype=torch.int32),
                       extend_prefix_lens=torch.tensor([done[r] for r in rows], dtype=torch.int32),
-                      extend_seq_lens_cpu=[new[r] for r in rows], extend_num_tokens=int(positions.numel()))
+                      extend_seq_lens_cpu=[new[r] for r in rows], extend_prefix_lens_cpu=[done[r] for r in rows],
+                      extend_num_tokens=int(positions.numel()))
     return ForwardBatch(**kwargs)
 
 
@@ -186,6 +187,30 @@ def run_steps(backend, req_to_token, index_round=None):
                 off = int((row_err > ROUNDED_TOL).sum())
                 assert off <= max(1, row_err.numel() // 25), f"step {step}: {off} of {row_err.numel()} rows off"
         done = {r: done[r] + new[r] for r in done}
+
+
+def test_dense_prefill_as_flash_attention_matches_the_oracle(monkeypatch):
+    """ATOM_MXFP4_FLASH_PREFILL_ROWS: the dense layer's prefill runs of >= 64 tokens by SDPA over the dequantized
+    prefix (atom_mxfp4.prefill; segments from SGLang's host lists), decode rows by the decode kernel; the oracle's
+    tolerance as every step."""
+    from atom_mxfp4 import prefill
+    from atom_mxfp4.model_patches.sglang.backend import FLASH_PREFILL_ENV
+
+    calls, real = [], prefill._sdpa
+    monkeypatch.setattr(prefill, "_sdpa", lambda *a: calls.append(a[0].shape[2]) or real(*a))
+    monkeypatch.setenv(FLASH_PREFILL_ENV, "64")
+    backend, req_to_token = make_setup()
+    assert backend.configs[False].flash_prefill_rows == 64
+    run_steps(backend, req_to_token)
+    assert calls == [300, 130, 128]  # the dense layer's runs of the prefill and the chunk; not the 1-token extend
+
+
+def test_a_bad_flash_prefill_setting_is_refused(monkeypatch):
+    from atom_mxfp4.model_patches.sglang.backend import FLASH_PREFILL_ENV
+
+    monkeypatch.setenv(FLASH_PREFILL_ENV, "-5")
+    with pytest.raises(ValueError, match=f"{FLASH_PREFILL_ENV} must be unset or a whole number"):
+        make_setup()
 
 
 def test_decode_metadata_is_graph_stable(setup):

@@ -117,3 +117,34 @@ def test_layer_decode_cuda_graph_replay_equals_eager(sparse, index_k_dtype, back
     for c, e in zip((caches.k, caches.v, caches.index_k), (eager_caches.k, eager_caches.v, eager_caches.index_k)):
         if c is not None:
             assert torch.equal(c.records, e.records), "replayed cache writes != eager cache writes"
+
+
+FLASH_REL_TOL = 8e-3  # flash attention's bf16 probabilities against the torch backend's fp32 ones: measured 2.3-3.2e-3
+#                       against the Hopper decode kernel (H100, prefill_bench), ~2.5x band
+
+
+@pytest.mark.parametrize("backend", ["triton", "hopper"])
+def test_dense_prefill_as_flash_attention_matches_torch_backend(backend, monkeypatch):
+    """A dense layer with ``flash_prefill_rows`` (atom_mxfp4.prefill) on the GPU: its long prefill segments by torch's
+    SDPA over the dequantized prefix (flash or memory-efficient kernel), the short ones and decode by ``backend``;
+    against the torch backend's decode path on the CPU, the cache bytes bit for bit."""
+    from dataclasses import replace
+
+    from atom_mxfp4 import prefill
+
+    calls, real = [], prefill._sdpa
+    monkeypatch.setattr(prefill, "_sdpa", lambda *a: calls.append(a[0].shape[2]) or real(*a))
+    config, weights, requests, block_table = _setup(False)
+    gpu = SparseMXFP4Attention(replace(config, flash_prefill_rows=64), {k: w.to(DEV) for k, w in weights.items()},
+                               backend=_usable(backend))
+    cpu = SparseMXFP4Attention(config, weights, backend="torch")
+    gpu_caches, cpu_caches = LayerCaches.allocate(config, PAGES, DEV), LayerCaches.allocate(config, PAGES)
+    half = [n // 2 for n in PROMPTS]
+    steps = [([0] * len(PROMPTS), half), (half, [n - h for n, h in zip(PROMPTS, half)])]
+    steps += [([n + i for n in PROMPTS], [1] * len(PROMPTS)) for i in range(2)]
+    for prefix, new in steps:
+        out_gpu, _ = _step(gpu, requests, block_table, gpu_caches, prefix, new, DEV)
+        out_cpu, _ = _step(cpu, requests, block_table, cpu_caches, prefix, new, torch.device("cpu"))
+        assert torch.equal(gpu_caches.k.records.cpu(), cpu_caches.k.records)
+        assert _rel(out_gpu, out_cpu) < FLASH_REL_TOL
+    assert calls == [750, 166, 64, 750, 167, 65]  # the segments of >= 64 rows of both prefill chunks; no decode row

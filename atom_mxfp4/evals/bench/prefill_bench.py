@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -40,6 +41,7 @@ import torch
 
 from atom_mxfp4 import ops
 from atom_mxfp4.backends import resolve_backend
+from atom_mxfp4.cache import index_records
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.evals.bench._timing import eager_time_ms
 from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE
@@ -134,11 +136,13 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         calls["index_triton"] = lambda: ops.index_topk(
             idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
             local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype, backend="triton", check=False)
-    if dev.type == "cuda":  # the prefill-shaped Triton scorer (opt-in: IndexConfig.tile_rows), 16 and 32 lanes a tile
+    if dev.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1":
+        # the prefill-shaped Triton scorer (opt-in: IndexConfig.tile_rows), 16 and 32 lanes a tile, on the records
         from atom_mxfp4.kernels.triton.index_topk import IndexConfig, index_topk as triton_index_topk
+        records = index_records(caches.index_k, cfg.index_k_dtype)
         for lanes in (16, 32):
             calls[f"index_tiled{lanes}"] = lambda lanes=lanes: triton_index_topk(
-                idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
+                idx_q, records, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
                 init_blocks=cfg.init_blocks, local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype,
                 config=IndexConfig(tile_rows=lanes))
     record = {"prefix": prefix, "chunk": chunk, "pairs": causal_pairs(prefix, chunk)}

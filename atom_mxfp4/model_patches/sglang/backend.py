@@ -27,6 +27,7 @@ import torch
 from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
 from sglang.srt.model_executor.runner_backend_utils.breakable_cuda_graph import eager_on_graph
 
+from atom_mxfp4 import prefill
 from atom_mxfp4.backends import BACKENDS, resolve_backend
 from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
@@ -39,6 +40,9 @@ from .targets import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, attn_tp_size, hook_
 logger = logging.getLogger(__name__)
 
 KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # a registered name (atom_mxfp4.backends.BACKENDS); unset: its choice
+# dense layers' prefill segments of at least this many tokens as flash attention (LayerConfig.flash_prefill_rows;
+# unset: LayerConfig's default)
+FLASH_PREFILL_ENV = "ATOM_MXFP4_FLASH_PREFILL_ROWS"
 PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
 
 
@@ -79,7 +83,11 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                     device, f"{KERNEL_BACKEND_ENV}={self.kernel_backend}" if self.kernel_backend else "backend=None")
         self.max_pages = pages_for(self.req_to_token.shape[1])
         # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
-        self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype)
+        flash_rows = os.environ.get(FLASH_PREFILL_ENV, "").strip() or None
+        expect(flash_rows is None or flash_rows.isdigit(), FLASH_PREFILL_ENV,
+               "unset or a whole number of rows >= 0 (0: off)", repr(flash_rows))
+        extra = {} if flash_rows is None else {"flash_prefill_rows": int(flash_rows)}
+        self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype, **extra)
                         for sparse in (False, True)}
         self.layers: dict[int, SparseMXFP4Attention] = {}
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
@@ -136,9 +144,15 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         max_len = int(forward_batch.seq_lens_cpu.max()) if forward_batch.seq_lens_cpu is not None \
             else int(forward_batch.seq_lens.max())
         pages = min(self.max_pages, pages_for(max_len))
+        # the rows as runs of one request's new tokens (host lists SGLang keeps; absent: every row a decode row)
+        prefix_cpu, new_cpu = forward_batch.extend_prefix_lens_cpu, forward_batch.extend_seq_lens_cpu
+        segments = () if prefix_cpu is None or new_cpu is None else prefill.segments_for(prefix_cpu, new_cpu)
+        if sum(s.rows for s in segments) != forward_batch.positions.shape[0]:
+            segments = ()  # lists that do not describe these rows (a padded batch): no flash, nothing refused
         self.forward_metadata = self._with_plan(AttentionMetadata(
             positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
-            token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous()))
+            token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous(),
+            segments=segments))
         self._checked = set()
 
     def init_forward_metadata_in_graph(self, forward_batch):
