@@ -197,6 +197,7 @@ def run(context: int, chunk: int, heads: int, index_ks: list[str], backend: str 
         device: torch.device, peers: bool = True) -> dict:
     resolved = resolve_backend(backend, device).name
     report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+              "date": time.strftime("%Y-%m-%d"),
               "backend": resolved, "context": context, "chunk": chunk, "heads": heads, "rows": []}
     for index_k in index_ks:
         prompt = Prompt(context, heads, index_k, backend, device)
@@ -209,10 +210,7 @@ def run(context: int, chunk: int, heads: int, index_ks: list[str], backend: str 
 
 
 def table(report: dict) -> str:
-    ops_ = ("write", "index", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse", "attend_dense",
-            "layer_sparse", "layer_dense", "layer_dense_flash",
-            "peer_index", "peer_attend_dense")
-    shown = [o for o in ops_ if any(r.get(o) is not None for r in report["rows"])]
+    shown = [o for o in TIMED if any(r.get(o) is not None for r in report["rows"])]
     lines = [f"{report['device']}, backend {report['backend']}, {report['heads']} q heads, 1 KV head, chunks of "
              f"{report['chunk']} tokens of one {report['context']}-token prompt; ms per chunk (median)", "",
              "| index-K | prefix | " + " | ".join(shown) + " | dense attend / peer | dense TFLOP/s (ours, peer) | "
@@ -228,6 +226,39 @@ def table(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+TIMED = ("write", "index", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse", "attend_dense",
+         "layer_sparse", "layer_dense", "layer_dense_flash", "peer_index", "peer_attend_dense")
+PEERS = {"attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense", "index_tiled16": "index",
+         "index_tiled32": "index", "index": "peer_index"}  # each number's same-run comparison
+
+
+def ledger_rows(report: dict, commit: str, command: str) -> list[dict]:
+    """One ledger row per number (atom_mxfp4.evals.ledger): ms per chunk of each op, and the flash path's rel-L2."""
+    out = []
+    for r in report["rows"]:
+        shape = (f"prefix {r['prefix']} + chunk {r['chunk']} of one {report['context']}-token prompt, "
+                 f"{report['heads']} q heads, {r['index_k']} index-K")
+        for name in TIMED:
+            if r.get(name) is None:
+                continue
+            peer = PEERS.get(name)
+            backend = ("torch" if name.startswith("peer") else "triton" if name.startswith("index_t")
+                       else report["backend"])
+            out.append({"date": report["date"], "commit": commit, "gpu": report["device"],
+                        "op": f"prefill chunk: {name}", "shape": shape, "backend": backend, "metric": "time_ms",
+                        "value": r[name], "unit": "ms", "peer": peer if r.get(peer) is not None else "",
+                        "peer_value": r.get(peer) if r.get(peer) is not None else "", "command": command,
+                        "note": ("ids equal the layer's: " + str(r["index_tiled_same_ids"]))
+                        if name.startswith("index_tiled") and "index_tiled_same_ids" in r else ""})
+        if r.get("dense_flash_rel_l2") is not None:
+            out.append({"date": report["date"], "commit": commit, "gpu": report["device"],
+                        "op": "prefill chunk: layer_dense_flash", "shape": shape, "backend": report["backend"],
+                        "metric": "rel_l2", "value": round(r["dense_flash_rel_l2"], 6), "unit": "",
+                        "peer": "layer_dense", "peer_value": "", "command": command,
+                        "note": "the flash path's output against the decode kernel's, same step"})
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, type=Path)
@@ -239,6 +270,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--commit", default="", help="the commit measured (ledger rows: ledger_rows.csv)")
     args = parser.parse_args(argv)
     for name, value in (("--context", args.context), ("--chunk", args.chunk)):
         if value <= 0 or value % PAGE_SIZE:
@@ -248,6 +280,16 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "prefill.json").write_text(json.dumps(report, indent=1))
     (args.out / "prefill.md").write_text(table(report))
+    if args.commit:
+        import csv
+
+        from atom_mxfp4.evals.ledger import COLUMNS
+        command = "python3 -m atom_mxfp4.evals.bench.prefill_bench " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:]))
+        with open(args.out / "ledger_rows.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(ledger_rows(report, args.commit, command))
     print(table(report))
     return 1 if any(r.get("errors") for r in report["rows"]) else 0
 
