@@ -19,6 +19,7 @@ then ``e`` is clamped to [1, 254]. Elements round to the nearest code, ties to t
 from __future__ import annotations
 
 import enum
+import functools
 
 import torch
 
@@ -131,6 +132,14 @@ def quantize_mxfp4(x: torch.Tensor, mode: ScaleMode = ScaleMode.CEIL) -> tuple[t
     return data.contiguous(), e.to(torch.uint8).contiguous()
 
 
+@functools.cache
+def _pair_table(device: torch.device) -> torch.Tensor:
+    """byte -> (low, high) e2m1 values, [256, 2] fp32 on ``device``: made once per device (a host-to-device copy
+    synchronises the GPU's stream, which a table made per call would do on every call)."""
+    table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=device)
+    return torch.stack((table.repeat(16), table.repeat_interleave(16)), dim=-1)
+
+
 def dequantize_mxfp4(data: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """(data uint8 [..., D // 2], scale uint8 [..., D // 32]) -> values [..., D] in ``dtype``, one of
     ``DEQUANTIZE_DTYPES``."""
@@ -144,9 +153,7 @@ def dequantize_mxfp4(data: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype
     expect(data.shape[:-1] == scale.shape[:-1] and data.shape[-1] == scale.shape[-1] * BLOCK // 2,
            "scale.shape", f"{list(data.shape[:-1]) + [data.shape[-1] * 2 // BLOCK]} to match data",
            list(scale.shape))
-    table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=data.device)
-    pair_table = torch.stack((table.repeat(16), table.repeat_interleave(16)), dim=-1)  # byte -> (low, high)
-    values = pair_table[data.long()].flatten(-2)
+    values = _pair_table(data.device)[data.long()].flatten(-2)
     d = values.shape[-1]
     values = values.reshape(*values.shape[:-1], d // BLOCK, BLOCK) * _e8m0_to_float(scale).unsqueeze(-1)
     return values.reshape(*data.shape[:-1], d).to(dtype)

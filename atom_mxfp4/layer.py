@@ -58,6 +58,10 @@ class LayerConfig:
     # dense layers: prefill segments of at least this many new tokens run as flash attention over the dequantized
     # prefix (atom_mxfp4.prefill; needs AttentionMetadata.segments and a bf16 q); 0: every row by the decode kernel
     flash_prefill_rows: int = 0
+    # sparse layers: prefill batches (a segment of at least this many rows) score the index with the tiled scorer
+    # (ops.index_topk tile_rows: each index-K page decoded once per tile of 32 (row, head) lanes, not once per row;
+    # the same ids); 0: the row scorer always
+    index_tile_rows: int = 32
 
     def __post_init__(self):
         """Every field is checked here, naming it, so a bad config fails at construction, not deep in a kernel."""
@@ -85,6 +89,8 @@ class LayerConfig:
         expect_int(self.local_blocks, "local_blocks", 0)
         expect_int(self.max_position, "max_position", 1, MAX_POSITION)
         expect_int(self.flash_prefill_rows, "flash_prefill_rows", 0)
+        expect(self.index_tile_rows in (0, 16, 32) and type(self.index_tile_rows) is int, "index_tile_rows",
+               "0 (off), 16 or 32", repr(self.index_tile_rows))
         object.__setattr__(self, "rope_theta", expect_positive(self.rope_theta, "rope_theta"))
         object.__setattr__(self, "eps", expect_positive(self.eps, "eps"))
         object.__setattr__(self, "softmax_scale", expect_positive(self.softmax_scale, "softmax_scale"))
@@ -293,7 +299,8 @@ class SparseMXFP4Attention:
         positions = meta.row_position if positions is None else positions
         return ops.index_topk(idx_q, caches.index_k, meta.block_table, meta.token_request,
                               positions, topk=c.topk, init_blocks=c.init_blocks,
-                              local_blocks=c.local_blocks, index_k_dtype=c.index_k_dtype, backend=self.backend,
+                              local_blocks=c.local_blocks, index_k_dtype=c.index_k_dtype,
+                              tile_rows=c.index_tile_rows if self._tiled(meta) else None, backend=self.backend,
                               check=check)
 
     def validate(self, qkv: torch.Tensor, meta: AttentionMetadata, caches: LayerCaches,
@@ -424,6 +431,12 @@ class SparseMXFP4Attention:
                              min_rows=c.flash_prefill_rows, decode=decode)
         return None
 
+    def _tiled(self, meta) -> bool:
+        """Whether this sparse step scores the index with the tiled scorer (a prefill batch: ``index_tile_rows``)."""
+        c = self.config
+        return (c.sparse and c.index_tile_rows > 0 and bool(getattr(meta, "segments", ()))
+                and prefill.longest(meta.segments) >= c.index_tile_rows)
+
     def _flash(self, meta) -> bool:
         """Whether this dense step runs a prefill segment as flash attention (atom_mxfp4.prefill)."""
         c = self.config
@@ -463,7 +476,7 @@ class SparseMXFP4Attention:
         check=True and the trace's signatures marks the trace validated."""
         if not isinstance(meta, AttentionMetadata) or capturing(qkv):
             return None
-        if self._flash(meta):  # torch work on host ints (the segments): never traced, never replayed
+        if self._flash(meta) or self._tiled(meta):  # torch work on host ints / the tiles: never traced
             meta.steps[self._kind] = Trace(meta, launches=())
             return None
         seen = meta.steps.get(self._kind)

@@ -243,7 +243,7 @@ def check_rows(block_table, row_request, row_position, rows: int, device, pages:
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk=16, init_blocks=0,
-               local_blocks=1, index_k_dtype=None, backend=None, check=True):
+               local_blocks=1, index_k_dtype=None, tile_rows=None, backend=None, check=True):
     """Top-k KV blocks per query row and index head: topk_blocks [niq, R, topk] i32, ascending, -1 padded.
 
     idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] u8 (``index_k_dtype="mxfp4"``) or [pages, 1, 16896] u8
@@ -255,6 +255,10 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     the row's own block are forced: they rank above every score (init above local); keeps
     ``min(topk, own_block + 1)`` blocks, ties to the smaller id. topk <= MAX_TOPK, block table width <=
     MAX_INDEX_BLOCKS, idx_q contiguous with <= MAX_INDEX_HEADS heads.
+    ``tile_rows`` (None, 16 or 32): for prefill-shaped rows (runs of one request's consecutive tokens), a scorer that
+    decodes each index-K page once per tile of that many (row, head) lanes instead of once per row, where the backend
+    has one (Triton, Hopper); the ids are the same (the layer passes it for prefill batches:
+    ``LayerConfig.index_tile_rows``).
     """
     index_dtype = index_k_dtype_of(index_k_cache, index_k_dtype)
     records = index_records(index_k_cache, index_dtype)
@@ -275,13 +279,19 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect_int(topk, "topk", 1, MAX_TOPK)
         expect_int(init_blocks, "init_blocks", 0)
         expect_int(local_blocks, "local_blocks", 0)
+    if check and tile_rows is not None:
+        expect(tile_rows in (16, 32) and type(tile_rows) is int, "tile_rows", "None, 16 or 32", repr(tile_rows))
     if check:
         check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
         expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
                f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
     impl = resolve_backend(backend, idx_q.device)
+    if tile_rows is None:
+        return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
+                               init_blocks=init_blocks, local_blocks=local_blocks, index_k_dtype=index_dtype)
     return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
-                           init_blocks=init_blocks, local_blocks=local_blocks, index_k_dtype=index_dtype)
+                           init_blocks=init_blocks, local_blocks=local_blocks, index_k_dtype=index_dtype,
+                           tile_rows=tile_rows)
 
 
 def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, block_tokens: int) -> None:

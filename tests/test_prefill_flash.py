@@ -154,3 +154,26 @@ def test_a_layer_of_flash_config_is_a_kind_of_its_own():
     b = SparseMXFP4Attention(LayerConfig(**CONFIGS["dense_tp4"]), {"q_norm": torch.zeros(128),
                                                                      "k_norm": torch.zeros(128)})
     assert a._kind != b._kind
+
+
+# ---- the tiled index scorer in prefill batches (LayerConfig.index_tile_rows) ----
+def test_prefill_batches_pass_the_tiled_scorer_and_decode_batches_do_not(monkeypatch):
+    from atom_mxfp4 import ops
+
+    seen, real = [], ops.index_topk
+    monkeypatch.setattr(ops, "index_topk", lambda *a, **k: seen.append(k["tile_rows"]) or real(*a, **k))
+    config = LayerConfig(**CONFIGS["sparse_tp4"])
+    assert config.index_tile_rows == 32
+    reqs, weights = make_requests(config, [300, 20], seed=47)
+    run = Run(config, reqs, weights, seed=48)
+    out, topk, spans = run.step([299, 19])  # a run of >= 32 rows: tiled
+    check_step(run, weights, out, topk, spans, config.scale_mode)
+    run.step([1, 1])  # decode: the row scorer
+    off = Run(dataclasses.replace(config, index_tile_rows=0), reqs, weights, seed=48)
+    off.step([299, 19])
+    assert seen == [32, None, None]
+
+
+def test_index_tile_rows_is_checked():
+    with pytest.raises(InvalidValue, match="index_tile_rows must be 0 \\(off\\), 16 or 32, got 64"):
+        LayerConfig(index_tile_rows=64)

@@ -442,10 +442,15 @@ def test_duplicate_slot_message_stays_short():
     assert "(8192 tokens)" in str(info.value) and len(str(info.value)) < 300
 
 
-def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch):
+@pytest.mark.parametrize("new, expected", [
+    ({0: 20, 1: 3}, [False, False, True, True]),  # marked (first checked), traced, replayed
+    ({0: 40, 1: 3}, [False] * 4),  # a run of >= 32 rows: the tiled index scorer (torch work on the tiles), not traced
+])
+def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch, new, expected):
     """In the backend as SGLang drives it (one AttentionMetadata per forward, the layers' configs shared per kind), the
     third sparse layer call of a batch on the Hopper backend is a replay of the traced one (atom_mxfp4.replay), the
-    launches recorded on the CPU (tests/test_replay.py checks what a replay launches)."""
+    launches recorded on the CPU (tests/test_replay.py checks what a replay launches); a prefill batch whose index
+    runs the tiled scorer (LayerConfig.index_tile_rows) takes the ordinary path every time."""
     from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
 
     from atom_mxfp4 import backends, checked, launch, replay
@@ -464,7 +469,7 @@ def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch):
         gen = torch.Generator().manual_seed(13)
         sparse_module = StandInAttention(1, True, (backend.configs[True].num_q_heads
                                                    + 2 * backend.configs[True].num_kv_heads) * 128, gen)
-        fb = forward_batch(backend, req_to_token, {0: 0, 1: 0}, {0: 40, 1: 3})
+        fb = forward_batch(backend, req_to_token, {0: 0, 1: 0}, new)
         backend.init_forward_metadata(fb)
         replayed = []
         with launch.recording() as launches, forward_context(ForwardContext(attn_backend=backend)):
@@ -474,7 +479,7 @@ def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch):
                 MiniMaxM3Attention.forward(sparse_module, fb.positions, hidden, fb)
                 assert launches, "nothing launched"
                 replayed.append(all(not isinstance(a, torch.Tensor) for r in launches for a in r.args))
-        assert replayed == [False, False, True, True]  # marked (first checked), traced, replayed
+        assert replayed == expected
     finally:
         backends._resolve.cache_clear()
         replay._proven.clear()

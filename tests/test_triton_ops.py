@@ -523,3 +523,27 @@ def test_tiled_scorer_refuses_a_tile_narrower_than_the_heads():
                                          r"rounded up to a power of two \(8\), got 4"):
         triton_backend.index_topk(*(a.to(DEVICE) for a in (idx_q, records, table, req, pos)), topk=2,
                                   init_blocks=0, local_blocks=1, config=IndexConfig(tile_rows=4))
+
+
+@pytest.mark.parametrize("tile_rows", [16, 32])
+def test_ops_index_topk_tile_rows_runs_the_tiled_scorer(tile_rows, monkeypatch):
+    """``ops.index_topk(tile_rows=...)`` (what the layer passes for a prefill batch) launches the tiled scorer on the
+    Triton backend, with the reference's ids; a tile size the scorer has not is refused by name, checked or not."""
+    from atom_mxfp4 import ops
+    module = sys.modules["atom_mxfp4.kernels.triton.index_topk"]
+    gen = _gen(40 + tile_rows)
+    records = _exact_records(gen, 8, "fp8")
+    block_table = torch.randperm(8, generator=gen)[:5].int()[None]
+    row_request = torch.zeros(70, dtype=torch.int32)
+    row_position = torch.arange(500, 570, dtype=torch.int32)
+    idx_q = (torch.randint(-4, 5, (70, 1, 128), generator=gen).float() / 2).bfloat16()
+    args = (idx_q, records, block_table, row_request, row_position)
+    kwargs = dict(topk=3, init_blocks=1, local_blocks=1, index_k_dtype="fp8")
+    made = []
+    monkeypatch.setattr(module, "tile_starts", lambda r, m, real=module.tile_starts: made.append(m) or real(r, m))
+    ours = ops.index_topk(*(a.to(DEVICE) for a in args), tile_rows=tile_rows, backend="triton", **kwargs).cpu()
+    assert made == [tile_rows] and torch.equal(ours, ops.index_topk(*args, backend="torch", **kwargs))
+    for check, error in ((True, "tile_rows must be None, 16 or 32, got 64"), (False, "tile_rows must be None, 16 "
+                                                                                     "or 32, got 64")):
+        with pytest.raises(ValueError, match=error):
+            ops.index_topk(*(a.to(DEVICE) for a in args), tile_rows=64, backend="triton", check=check, **kwargs)

@@ -47,9 +47,10 @@ def select_blocks(scores: torch.Tensor, own_block: torch.Tensor, topk: int, init
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
-               index_k_dtype=IndexKDtype.MXFP4):
+               index_k_dtype=IndexKDtype.MXFP4, tile_rows=None):
     # idx_q [R, H, D]; index_k_cache [pages, 1, 8704] (mxfp4) or [pages, 1, 16896] (fp8); block_table [B, max_blocks]
-    # i32; row_* [R] i32
+    # i32; row_* [R] i32; tile_rows: a kernel's launch shape (the ids are the same): each request's rows are one
+    # problem here already
     read = read_fp8_pages if IndexKDtype.parse(index_k_dtype) is IndexKDtype.FP8 else read_pages
     num_rows, num_heads, _ = idx_q.shape
     out = torch.full((num_heads, num_rows, topk), -1, dtype=torch.int32, device=idx_q.device)

@@ -218,6 +218,7 @@ class IndexConfig:
 
 
 DEFAULT_CONFIG = IndexConfig()
+TILED_CONFIGS = {rows: IndexConfig(tile_rows=rows) for rows in (16, 32)}  # ops.index_topk(tile_rows=)
 
 
 def blocks_per_program_for(num_rows: int, max_blocks: int, device: torch.device) -> int:
@@ -302,9 +303,9 @@ def allocate_outputs(idx_q, block_table, topk):
 
 
 def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, topk, init_blocks, local_blocks,
-               index_k_dtype=IndexKDtype.MXFP4, config=None):
+               index_k_dtype=IndexKDtype.MXFP4, config=None, tile_rows=None):
     # idx_q [R, niq, 128]; index_k_cache [pages, 1, 8704] (mxfp4) / [pages, 1, 16896] (fp8) u8;
-    # block_table [B, max_blocks] i32; row_* [R] i32
+    # block_table [B, max_blocks] i32; row_* [R] i32; tile_rows (ops.index_topk's): the default config's tiled form
     # ---- validate (launch invariants)
     index_dtype = check_index_topk(idx_q, index_k_cache, block_table, row_request, row_position, topk, index_k_dtype)
     if index_dtype is IndexKDtype.FP8:  # checked on every device: the interpreter too (one contract)
@@ -319,7 +320,8 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     if keys is None:
         return out
     # ---- tuning
-    cfg = DEFAULT_CONFIG if config is None else config
+    cfg = config or (DEFAULT_CONFIG if tile_rows is None else TILED_CONFIGS.get(tile_rows)
+                     or fail("tile_rows", "None, 16 or 32", repr(tile_rows)))
     q_fp32 = idx_q.dtype != torch.bfloat16  # fp32 / fp16 idx_q: an fp32 dot (bf16 would round it)
     tiled = cfg.tile_rows is not None and not q_fp32  # the prefill-shaped scorer: a program per tile of rows
     if tiled:
