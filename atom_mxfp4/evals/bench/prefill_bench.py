@@ -6,9 +6,10 @@ attention eagerly in each. The H100 serving benchmark of 2026-12-07 (docs/sglang
 resolves, at every prefix of the prompt:
 
 - ``write``: ``fused_qknorm_rope_write`` of the chunk (K, V and index-K quantized into the pool);
-- ``index``: ``index_topk`` of the chunk's rows over their prefix (the layer's backend; ``index_triton``: Triton's;
+- ``index``: ``index_topk`` of the chunk's rows over their prefix as the layer runs it (a prefill batch: the tiled
+  scorer, ``LayerConfig.index_tile_rows``); ``index_rows``: the layer's backend's row scorer; ``index_triton``: Triton's;
   ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer, ``IndexConfig(tile_rows=...)``, each index-K page decoded
-  once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the layer's);
+  once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the row scorer's);
 - ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
 - ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``);
   ``layer_dense_flash``: the dense step with ``flash_prefill_rows`` (atom_mxfp4.prefill: SDPA over the dequantized
@@ -126,6 +127,10 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
     calls = {
         "write": write,
         "index": lambda: layer.select(idx_q, meta, caches, check=False),
+        "index_rows": lambda: ops.index_topk(  # the row scorer (one program per row), as decode batches run it
+            idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
+            init_blocks=cfg.init_blocks, local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype,
+            backend=layer.backend, check=False),
         "attend_sparse": lambda: attend(topk),
         "attend_dense": lambda: attend(None),
         "layer_sparse": lambda: layer.forward(qkv, meta, caches, check=False),
@@ -152,9 +157,9 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         except Exception as error:  # noqa: BLE001 (one op's failure is reported; the others still run)
             record[name] = None
             record.setdefault("errors", {})[name] = _error(error)
-    if "index_tiled32" in calls:  # the tiled scorer's ids equal the layer's
+    if "index_tiled32" in calls:  # the tiled scorer's ids equal the row scorer's
         try:
-            record["index_tiled_same_ids"] = bool(torch.equal(calls["index_tiled32"](), topk))
+            record["index_tiled_same_ids"] = bool(torch.equal(calls["index_tiled32"](), calls["index_rows"]()))
         except Exception as error:  # noqa: BLE001
             record.setdefault("errors", {})["index_tiled_same_ids"] = _error(error)
     try:  # the flash path's output against the decode kernel's, same step (rel-L2)
@@ -226,10 +231,10 @@ def table(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-TIMED = ("write", "index", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse", "attend_dense",
+TIMED = ("write", "index", "index_rows", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse", "attend_dense",
          "layer_sparse", "layer_dense", "layer_dense_flash", "peer_index", "peer_attend_dense")
-PEERS = {"attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense", "index_tiled16": "index",
-         "index_tiled32": "index", "index": "peer_index"}  # each number's same-run comparison
+PEERS = {"attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense", "index_tiled16": "index_rows",
+         "index_tiled32": "index_rows", "index": "index_rows", "index_rows": "peer_index"}  # each number's same-run comparison
 
 
 def ledger_rows(report: dict, commit: str, command: str) -> list[dict]:
