@@ -8,8 +8,9 @@ resolves, at every prefix of the prompt:
 - ``write``: ``fused_qknorm_rope_write`` of the chunk (K, V and index-K quantized into the pool);
 - ``index``: ``index_topk`` of the chunk's rows over their prefix as the layer runs it (a prefill batch: the tiled
   scorer, ``LayerConfig.index_tile_rows``); ``index_rows``: the layer's backend's row scorer; ``index_triton``:
-  Triton's; ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer, ``IndexConfig(tile_rows=...)``, each index-K page decoded
-  once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the row scorer's);
+  Triton's; ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer, ``IndexConfig(tile_rows=...)``, each
+  index-K page decoded once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the row
+  scorer's);
 - ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
 - ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``);
   ``layer_dense_flash``: the dense step with ``flash_prefill_rows`` (atom_mxfp4.prefill: SDPA over the dequantized
@@ -233,8 +234,9 @@ def table(report: dict) -> str:
 
 TIMED = ("write", "index", "index_rows", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse",
          "attend_dense", "layer_sparse", "layer_dense", "layer_dense_flash", "peer_index", "peer_attend_dense")
+# each number's same-run comparison
 PEERS = {"attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense", "index_tiled16": "index_rows",
-         "index_tiled32": "index_rows", "index": "index_rows", "index_rows": "peer_index"}  # each number's same-run comparison
+         "index_tiled32": "index_rows", "index": "index_rows", "index_rows": "peer_index"}
 
 
 def ledger_rows(report: dict, commit: str, command: str) -> list[dict]:
