@@ -6,8 +6,9 @@ of at least ``flash_prefill_rows`` consecutive new tokens of one request (``Atte
 layer instead dequantizes the request's L = prefix + n tokens once (exact in bf16: an e2m1 value times a power of two)
 and runs torch's ``scaled_dot_product_attention``, causal from the bottom right (query i of the segment sees the
 tokens up to ``prefix + i``): the work SGLang's own bf16 prefill does. Shorter segments (decode rows of a mixed batch)
-keep the decode kernel. On a GPU only the flash and memory-efficient SDPA kernels are allowed (a materialised mask
-of n x L would not fit a long prompt); where neither takes the shapes the segment goes to the decode kernel.
+keep the decode kernel. On a GPU only the flash and memory-efficient SDPA kernels are allowed, asked first whether
+they take the tensors (a materialised mask of n x L would not fit a long prompt): one KV head per group first (GQA),
+else K / V copied per query head, else the segment goes to the decode kernel.
 
 The tokens attended are exactly the decode path's (a segment's L tokens are all its own, written before the
 attention), so both agree to bf16 rounding (tests/test_prefill_flash.py against the fp64 oracle).
@@ -91,9 +92,19 @@ def _prefix(cache, block_table: torch.Tensor, seg: Segment, num_kv_heads: int) -
     return values.flatten(1, 2)[:, :length].to(torch.bfloat16)
 
 
-def _sdpa(q, k, v, scale: float) -> torch.Tensor:
+def _kernel_for(q, k, v) -> bool:
+    """On a GPU: whether torch's flash or memory-efficient SDPA kernel takes these tensors (asked before the call: a
+    refused call would first build the n x L mask of the lower-right causal bias, 256 MiB at 8K x 32K, and warn)."""
+    from torch.backends.cuda import SDPAParams, can_use_efficient_attention, can_use_flash_attention
+
+    gqa = k.shape[1] != q.shape[1]
+    params = SDPAParams(q, k, v, None, 0.0, q.shape[2] == k.shape[2], gqa)
+    return can_use_flash_attention(params) or (not gqa and can_use_efficient_attention(params))
+
+
+def _sdpa(q, k, v, scale: float) -> torch.Tensor | None:
     """q [H, G, n, D], k / v [H, 1 or G, L, D] (L >= n): causal from the bottom right; one K/V head serves the G
-    query heads of its group (GQA: flash reads it G times, no copy)."""
+    query heads of its group (GQA). None on a GPU where no flash / memory-efficient kernel takes them."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.bias import causal_lower_right
 
@@ -106,6 +117,8 @@ def _sdpa(q, k, v, scale: float) -> torch.Tensor:
                                                                 scale=scale, enable_gqa=k.shape[1] != q.shape[1])
     if not q.is_cuda:
         return call()
+    if not _kernel_for(q, k, v):
+        return None
     if _FLASH_ONLY is None:
         _FLASH_ONLY = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
     with sdpa_kernel(_FLASH_ONLY):
@@ -134,9 +147,10 @@ def attend_dense(out: torch.Tensor, q: torch.Tensor, k_cache, v_cache, block_tab
                 try:
                     result = _sdpa(query, k.expand(-1, heads, -1, -1).contiguous(),
                                    v.expand(-1, heads, -1, -1).contiguous(), softmax_scale)
+                except RuntimeError:  # a kernel said yes and then refused: the next form
+                    result = None
+                if result is not None:
                     break
-                except RuntimeError:  # no SDPA kernel takes these shapes on this device
-                    continue
             if result is not None:
                 out_t[seg.row: seg.row + seg.rows] = result.permute(2, 0, 1, 3)
                 continue

@@ -94,17 +94,23 @@ def test_without_segments_every_row_is_a_decode_row(monkeypatch):
     assert calls == []
 
 
-def test_no_sdpa_kernel_falls_back_to_the_decode_kernel(monkeypatch):
+@pytest.mark.parametrize("how", ["none takes them", "raises"])
+def test_no_sdpa_kernel_falls_back_to_the_decode_kernel(monkeypatch, how):
     config = LayerConfig(**DENSE)
     reqs, weights = make_requests(config, [300, 100], seed=41)
     run = Run(config, reqs, weights, seed=42)
+    tried = []
 
-    def refused(*args):
-        raise RuntimeError("No available kernel")
+    def refused(q, k, v, scale):
+        tried.append(k.shape[1])
+        if how == "raises":
+            raise RuntimeError("No available kernel")
+        return None  # what _sdpa says on a GPU where no flash / memory-efficient kernel takes the tensors
 
     monkeypatch.setattr(prefill, "_sdpa", refused)
     out, topk, spans = run.step([300, 100])
     check_step(run, weights, out, topk, spans, config.scale_mode)
+    assert tried == [1, 16, 1, 16]  # per segment: one KV head (GQA), then K / V per query head, then decode
 
 
 def test_flash_steps_are_not_replayed(monkeypatch):
