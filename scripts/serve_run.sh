@@ -187,6 +187,8 @@ elif [ "$MODE" = bench ]; then
   # the real M3 (tests/sglang_env/tiny_m3.py --rank), the same --mem-fraction-static; then the capacity-bound run (the
   # same KV bytes for each). Results accumulate in $BENCH_DIR while the machine stays warm, so the grid may be split
   # over calls (BENCH_KV, BENCH_INPUTS, BENCH_CONCURRENCY, BENCH_CAPACITY=0/1); each call writes the report so far.
+  # CAPACITY_OUTPUT: output tokens per capacity request; CAPACITY_BYTES (e.g. bf16=5632,mxfp4=1880, the ledger's
+  # `serve pool` rows): skips the server starts that only measure each pool (about 100 s each on the H100).
   MODEL_RANK=$(python3 "$ROOT/tests/sglang_env/tiny_m3.py" /tmp/tiny_m3_rank --rank)
   BENCH_DIR=${BENCH_DIR:-/tmp/serving_bench}
   SERVING="python3 -m atom_mxfp4.evals.serving"
@@ -199,7 +201,8 @@ elif [ "$MODE" = bench ]; then
   if [ "${BENCH_CAPACITY:-0}" = 1 ]; then
     timeout ${T_CAPACITY:-540} $SERVING capacity --model "$MODEL_RANK" --out "$BENCH_DIR" \
       --kv "${CAPACITY_KV:-${BENCH_KV:-bf16,fp8_e4m3,mxfp4}}" --capacity-input "${CAPACITY_INPUT:-32768}" \
-      --bf16-fits "${CAPACITY_BF16_FITS:-8}" -- $SERVER_ARGS || STATUS=1
+      --bf16-fits "${CAPACITY_BF16_FITS:-8}" ${CAPACITY_OUTPUT:+--capacity-output "$CAPACITY_OUTPUT"} \
+      ${CAPACITY_BYTES:+--bytes-per-token "$CAPACITY_BYTES"} -- $SERVER_ARGS || STATUS=1
   fi
   GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   $SERVING report --out "$BENCH_DIR" --commit "$COMMIT" --gpu "$GPU" \

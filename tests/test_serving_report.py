@@ -147,3 +147,39 @@ def test_compiles_inside_a_run_are_counted_and_reported():
     results = RESULTS + [_run("mxfp4", 2048, 1, 100.0, 1, **found)]
     assert ("Triton compiles inside timed runs (each stalls the server): mxfp4 2048x1: 3 (9.5 s: _score_kernel, "
             "_topk_index_kernel)") in report_tables(results)
+
+
+def test_capacity_run_with_known_bytes_per_token_and_a_longer_output(tmp_path, monkeypatch):
+    """``--bytes-per-token`` skips the servers started only to measure their pools; ``--capacity-output`` sets every
+    request's output length (the budget: bf16-fits requests of input + output tokens); the table names it."""
+    import pytest
+
+    from atom_mxfp4.evals import serving
+
+    started, clients = [], []
+
+    class Fake:
+        def stop(self):
+            pass
+
+    def start(kv, model, sglang_args, extra, out, port, timeout):
+        started.append((kv, extra))
+        return Fake(), {"kv": kv, "pool_tokens": int(extra[1]), "bytes_per_token": 1.0}
+
+    def client(server, model, input_len, concurrency, prompts, out, timeout, output_len=256):
+        clients.append(output_len)
+        return {"input_len": input_len, "output_len": output_len, "concurrency": concurrency, "prompts": prompts,
+                "output_throughput": 1.0, "max_running": 1, "max_waiting": 0, "completed": prompts}
+
+    monkeypatch.setattr(serving, "_start", start)
+    monkeypatch.setattr(serving, "run_client", client)
+    assert serving.main(["capacity", "--model", "m", "--out", str(tmp_path), "--kv", "bf16,mxfp4",
+                         "--capacity-input", "1024", "--capacity-output", "2048", "--bf16-fits", "2",
+                         "--bytes-per-token", "bf16=5632,mxfp4=1880"]) == 0
+    assert [kv for kv, _ in started] == ["bf16", "mxfp4"] and all(e[0] == "--max-total-tokens" for _, e in started)
+    budget = 2 * (1024 + 2048) * 5632 * 1.02
+    assert int(started[0][1][1]) == serving.capacity_tokens(budget, 5632) and clients == [2048, 2048]
+    table = report_tables(serving.read_results(tmp_path))
+    assert "8 requests of 1,024 + 2048 tokens at once" in table
+    with pytest.raises(SystemExit):
+        serving.main(["capacity", "--model", "m", "--out", str(tmp_path), "--bytes-per-token", "bf16=0"])

@@ -204,17 +204,34 @@ def capacity_tokens(budget_bytes: float, bytes_per_token: float) -> int:
     return int(budget_bytes / bytes_per_token) // 128 * 128
 
 
+def _bytes_per_token(text: str) -> dict:
+    """``KV=BYTES,...`` -> {kv: bytes}: each KV one of KV_ARGS, each value a positive number."""
+    found = {}
+    for item in filter(None, text.split(",")):
+        kv, _, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = 0.0
+        if kv not in KV_ARGS or not number > 0:
+            raise argparse.ArgumentTypeError(f"--bytes-per-token entries must be KV=BYTES with KV one of "
+                                             f"{list(KV_ARGS)} and BYTES > 0, got {item!r}")
+        found[kv] = number
+    return found
+
+
 def cmd_capacity(args) -> int:
     out, status = Path(args.out), 0
     out.mkdir(parents=True, exist_ok=True)
     known = {r["kv"]: r["bytes_per_token"] for r in read_results(out) if r.get("mode") == "server"}
+    known.update(args.bytes_per_token)  # measured before (the ledger's `serve pool` rows): no server start for them
     for kv in {"bf16", *args.kv}:  # bf16's bytes per token set the budget
         if kv not in known:
             server, info = _start(kv, args.model, args.sglang_args, [], out, args.port, args.start_timeout)
             server.stop()
             _append(out, {"mode": "server", **info})
             known[kv] = info["bytes_per_token"]
-    per_request = args.capacity_input + OUTPUT_LEN
+    per_request = args.capacity_input + args.capacity_output
     budget = args.bf16_fits * per_request * known["bf16"] * 1.02  # 2%: the bf16 pool's page rounding
     requests = args.capacity_requests or 4 * args.bf16_fits
     for kv in args.kv:
@@ -222,7 +239,8 @@ def cmd_capacity(args) -> int:
         server, info = _start(kv, args.model, args.sglang_args, ["--max-total-tokens", str(tokens)], out,
                               args.port, args.start_timeout)
         try:
-            record = run_client(server, args.model, args.capacity_input, requests, requests, out, args.client_timeout)
+            record = run_client(server, args.model, args.capacity_input, requests, requests, out, args.client_timeout,
+                                output_len=args.capacity_output)
             _append(out, {"mode": "capacity", "kv": kv, "budget_gib": round(budget / 2**30, 3),
                           "max_total_tokens": tokens, "pool_tokens": info["pool_tokens"],
                           "fits_at_once": info["pool_tokens"] // per_request, **record})
@@ -276,7 +294,7 @@ def report_tables(results: list[dict]) -> str:
     capacity = [r for r in results if r.get("mode") == "capacity"]
     if capacity:
         lines += [f"### the same KV budget ({capacity[0]['budget_gib']} GiB), {capacity[0]['prompts']} requests of "
-                  f"{capacity[0]['input_len']:,} + {OUTPUT_LEN} tokens at once", "",
+                  f"{capacity[0]['input_len']:,} + {capacity[0].get('output_len', OUTPUT_LEN)} tokens at once", "",
                   "| KV cache | max-total-tokens | fit at once | most run at once (waiting) | output tok/s | "
                   "mean TTFT ms | x bf16 tok/s |", "|---|---:|---:|---:|---:|---:|---:|"]
         bf16 = next((r.get("output_throughput") for r in capacity if r["kv"] == "bf16"), None)
@@ -402,6 +420,11 @@ def main(argv=None) -> int:
     capacity.add_argument("--capacity-input", type=int, default=32768)
     capacity.add_argument("--bf16-fits", type=int, default=8, help="the budget: this many requests fit in bf16")
     capacity.add_argument("--capacity-requests", type=int, help="requests sent at once (default 4 x --bf16-fits)")
+    capacity.add_argument("--capacity-output", type=int, default=OUTPUT_LEN,
+                          help="output tokens per request (longer: decode weighs more against prefill)")
+    capacity.add_argument("--bytes-per-token", type=_bytes_per_token, default={}, metavar="KV=BYTES,...",
+                          help="each server's KV bytes per token measured before (e.g. bf16=5632,mxfp4=1880): its "
+                               "pool-measuring start is skipped")
     report = sub.add_parser("report")
     report.add_argument("--out", required=True)
     report.add_argument("--commit", default="unknown")
