@@ -98,7 +98,10 @@ def _kernel_for(q, k, v) -> bool:
     from torch.backends.cuda import SDPAParams, can_use_efficient_attention, can_use_flash_attention
 
     gqa = k.shape[1] != q.shape[1]
-    params = SDPAParams(q, k, v, None, 0.0, q.shape[2] == k.shape[2], gqa)
+    try:
+        params = SDPAParams(q, k, v, None, 0.0, q.shape[2] == k.shape[2], gqa)
+    except TypeError:  # a torch whose SDPAParams takes other arguments: no SDPA here, the decode kernel runs it
+        return False
     return can_use_flash_attention(params) or (not gqa and can_use_efficient_attention(params))
 
 
