@@ -13,6 +13,7 @@ resolves, at every prefix of the prompt:
   scorer's);
 - ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
 - ``layer_sparse`` / ``layer_dense``: the layer's whole step (``SparseMXFP4Attention.forward``, ``check=False``);
+  ``layer_sparse_rows``: the sparse step with the row scorer (``index_tile_rows=0``);
   ``layer_dense_flash``: the dense step with ``flash_prefill_rows`` (atom_mxfp4.prefill: SDPA over the dequantized
   prefix), ``dense_flash_rel_l2`` its output against ``layer_dense``'s.
 
@@ -85,6 +86,8 @@ class Prompt:
         self.dense_cfg = LayerConfig(num_q_heads=heads, sparse=False, index_k_dtype=index_k)
         self.sparse = SparseMXFP4Attention(self.sparse_cfg, self.weights, backend=backend)
         self.dense = SparseMXFP4Attention(self.dense_cfg, {n: self.weights[n] for n in NORMS[:2]}, backend=backend)
+        self.sparse_rows = SparseMXFP4Attention(replace(self.sparse_cfg, index_tile_rows=0), self.weights,
+                                                backend=backend)
         self.dense_flash = SparseMXFP4Attention(replace(self.dense_cfg, flash_prefill_rows=FLASH_ROWS),
                                                 {n: self.weights[n] for n in NORMS[:2]}, backend=backend)
         pages = context // PAGE_SIZE
@@ -135,6 +138,7 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         "attend_sparse": lambda: attend(topk),
         "attend_dense": lambda: attend(None),
         "layer_sparse": lambda: layer.forward(qkv, meta, caches, check=False),
+        "layer_sparse_rows": lambda: p.sparse_rows.forward(qkv, meta, caches, check=False),
         "layer_dense": lambda: p.dense.forward(qkv_dense, meta, p.dense_caches, check=False),
         "layer_dense_flash": lambda: p.dense_flash.forward(qkv_dense, meta, p.dense_caches, check=False),
     }
@@ -233,10 +237,11 @@ def table(report: dict) -> str:
 
 
 TIMED = ("write", "index", "index_rows", "index_triton", "index_tiled16", "index_tiled32", "attend_sparse",
-         "attend_dense", "layer_sparse", "layer_dense", "layer_dense_flash", "peer_index", "peer_attend_dense")
+         "attend_dense", "layer_sparse", "layer_sparse_rows", "layer_dense", "layer_dense_flash", "peer_index",
+         "peer_attend_dense")
 # each number's same-run comparison
-PEERS = {"attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense", "index_tiled16": "index_rows",
-         "index_tiled32": "index_rows", "index": "index_rows", "index_rows": "peer_index"}
+PEERS = {"layer_sparse": "layer_sparse_rows", "attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense",
+         "index_tiled16": "index_rows", "index_tiled32": "index_rows", "index": "index_rows", "index_rows": "peer_index"}
 
 
 def ledger_rows(report: dict, commit: str, command: str) -> list[dict]:
