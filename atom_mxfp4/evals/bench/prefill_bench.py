@@ -241,7 +241,8 @@ TIMED = ("write", "index", "index_rows", "index_triton", "index_tiled16", "index
          "peer_attend_dense")
 # each number's same-run comparison
 PEERS = {"layer_sparse": "layer_sparse_rows", "attend_dense": "peer_attend_dense", "layer_dense_flash": "layer_dense",
-         "index_tiled16": "index_rows", "index_tiled32": "index_rows", "index": "index_rows", "index_rows": "peer_index"}
+         "index_tiled16": "index_rows", "index_tiled32": "index_rows", "index": "index_rows",
+         "index_rows": "peer_index"}
 
 
 def ledger_rows(report: dict, commit: str, command: str) -> list[dict]:
