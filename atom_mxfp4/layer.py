@@ -139,6 +139,7 @@ class AttentionMetadata:
     block_table: torch.Tensor
     plans: dict = field(default_factory=dict, repr=False, compare=False)
     segments: tuple = field(default=(), repr=False, compare=False)
+    _longest: tuple = field(default=((), 0), init=False, repr=False, compare=False)
     _rows: tuple = field(default=(None, None), init=False, repr=False, compare=False)
     # the layers' traced steps of this batch (atom_mxfp4.replay), per kind of layer; made and read by forward
     steps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -214,6 +215,15 @@ class AttentionMetadata:
                    f"{int(pages[bad])} for request {int(request[bad])}, position {int(positions[bad])}")
         slots = pages * PAGE_SIZE + positions % PAGE_SIZE
         return cls(positions, slots, request, block_table, segments=prefill.segments_for(prefix_lens, new_lens))
+
+    @property
+    def longest_segment(self) -> int:
+        """The most rows of one run in ``segments`` (0: none), counted once per segments object (every layer asks)."""
+        segments, longest = self._longest
+        if segments is not self.segments:
+            self._longest = (self.segments, prefill.longest(self.segments))
+            longest = self._longest[1]
+        return longest
 
     @property
     def num_tokens(self) -> int:
@@ -434,14 +444,13 @@ class SparseMXFP4Attention:
     def _tiled(self, meta) -> bool:
         """Whether this sparse step scores the index with the tiled scorer (a prefill batch: ``index_tile_rows``)."""
         c = self.config
-        return (c.sparse and c.index_tile_rows > 0 and bool(getattr(meta, "segments", ()))
-                and prefill.longest(meta.segments) >= c.index_tile_rows)
+        return c.sparse and c.index_tile_rows > 0 and getattr(meta, "longest_segment", 0) >= c.index_tile_rows
 
     def _flash(self, meta) -> bool:
         """Whether this dense step runs a prefill segment as flash attention (atom_mxfp4.prefill)."""
         c = self.config
         return (c.flash_prefill_rows > 0 and not c.sparse and c.q_dtype == torch.bfloat16
-                and bool(getattr(meta, "segments", ())) and prefill.longest(meta.segments) >= c.flash_prefill_rows)
+                and getattr(meta, "longest_segment", 0) >= c.flash_prefill_rows)
 
     # ---- the replayed step (atom_mxfp4.replay) ----
     def _statics(self, caches: LayerCaches, qkv: torch.Tensor) -> tuple[tuple, tuple]:

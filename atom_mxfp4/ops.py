@@ -286,9 +286,6 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
                f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
     impl = resolve_backend(backend, idx_q.device)
-    if tile_rows is None:
-        return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
-                               init_blocks=init_blocks, local_blocks=local_blocks, index_k_dtype=index_dtype)
     return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
                            init_blocks=init_blocks, local_blocks=local_blocks, index_k_dtype=index_dtype,
                            tile_rows=tile_rows)

@@ -34,6 +34,14 @@ def spy(monkeypatch) -> list:
     return calls
 
 
+def one_prompt(seed: int):
+    """A dense flash layer's run over one 300-token prompt and the prompt's metadata (all of it new tokens)."""
+    config = LayerConfig(**DENSE)
+    reqs, weights = make_requests(config, [300], seed=seed)
+    run = Run(config, reqs, weights, seed=seed + 1)
+    return run, reqs[0], AttentionMetadata.for_requests(run.block_table, [0], [300])
+
+
 @pytest.mark.parametrize("backend", H.backends_here(large_shapes=True))
 def test_prefill_against_the_oracle(backend, monkeypatch):
     config = LayerConfig(**DENSE)
@@ -84,13 +92,10 @@ def test_sparse_layers_and_fp8_queries_keep_the_decode_kernel(monkeypatch):
 
 
 def test_without_segments_every_row_is_a_decode_row(monkeypatch):
-    config = LayerConfig(**DENSE)
-    reqs, weights = make_requests(config, [300], seed=39)
-    run = Run(config, reqs, weights, seed=40)
-    meta = AttentionMetadata.for_requests(run.block_table, [0], [300])
+    run, qkv, meta = one_prompt(39)
     calls = spy(monkeypatch)
     plain = AttentionMetadata(meta.positions, meta.slot_mapping, meta.token_request, meta.block_table)
-    run.layer(reqs[0], plain, run.caches)
+    run.layer(qkv, plain, run.caches)
     assert calls == []
 
 
@@ -115,12 +120,9 @@ def test_no_sdpa_kernel_falls_back_to_the_decode_kernel(monkeypatch, how):
 
 def test_flash_steps_are_not_replayed(monkeypatch):
     # the segments are host ints the traced launches would not carry: every dense layer on flash metadata runs it
-    config = LayerConfig(**DENSE)
-    reqs, weights = make_requests(config, [300], seed=43)
-    run = Run(config, reqs, weights, seed=44)
-    meta = AttentionMetadata.for_requests(run.block_table, [0], [300])
+    run, qkv, meta = one_prompt(43)
     calls = spy(monkeypatch)
-    outs = [run.layer(reqs[0], meta, run.caches, check=False) for _ in range(3)]
+    outs = [run.layer(qkv, meta, run.caches, check=False) for _ in range(3)]
     assert len(calls) == 3
     assert all(torch.equal(o, outs[0]) for o in outs)
 
@@ -139,14 +141,11 @@ def test_segments_for():
     (((0, 300, 0, 0),), "a prefill.Segment"),
 ])
 def test_segments_that_disagree_with_the_rows_are_refused(segments, message):
-    config = LayerConfig(**DENSE)
-    reqs, weights = make_requests(config, [300], seed=45)
-    run = Run(config, reqs, weights, seed=46)
-    meta = AttentionMetadata.for_requests(run.block_table, [0], [300])
+    run, qkv, meta = one_prompt(45)
     meta.segments = segments
     before = run.caches.k.records.clone()
     with pytest.raises((InvalidValue, TypeError), match=re.escape(message)):
-        run.layer(reqs[0], meta, run.caches)
+        run.layer(qkv, meta, run.caches)
     assert torch.equal(run.caches.k.records, before)  # refused before the write
 
 

@@ -8,7 +8,7 @@ resolves, at every prefix of the prompt:
 - ``write``: ``fused_qknorm_rope_write`` of the chunk (K, V and index-K quantized into the pool);
 - ``index``: ``index_topk`` of the chunk's rows over their prefix as the layer runs it (a prefill batch: the tiled
   scorer, ``LayerConfig.index_tile_rows``); ``index_rows``: the layer's backend's row scorer; ``index_triton``:
-  Triton's; ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer, ``IndexConfig(tile_rows=...)``, each
+  Triton's; ``index_tiled16`` / ``32``: Triton's prefill-shaped scorer (``tile_rows``), each
   index-K page decoded once per tile of the request's rows; ``index_tiled_same_ids``: its ids equal the row
   scorer's);
 - ``attend_sparse`` / ``attend_dense``: ``ops.attend`` of the chunk's rows over their top-k blocks / whole prefix;
@@ -44,7 +44,6 @@ import torch
 
 from atom_mxfp4 import ops
 from atom_mxfp4.backends import resolve_backend
-from atom_mxfp4.cache import index_records
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.evals.bench._timing import eager_time_ms
 from atom_mxfp4.layout import HEAD_DIM, PAGE_SIZE
@@ -147,14 +146,12 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
             idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
             local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype, backend="triton", check=False)
     if dev.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1":
-        # the prefill-shaped Triton scorer (opt-in: IndexConfig.tile_rows), 16 and 32 lanes a tile, on the records
-        from atom_mxfp4.kernels.triton.index_topk import IndexConfig, index_topk as triton_index_topk
-        records = index_records(caches.index_k, cfg.index_k_dtype)
+        # Triton's prefill-shaped scorer (ops.index_topk tile_rows), 16 and 32 lanes a tile
         for lanes in (16, 32):
-            calls[f"index_tiled{lanes}"] = lambda lanes=lanes: triton_index_topk(
-                idx_q, records, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
+            calls[f"index_tiled{lanes}"] = lambda lanes=lanes: ops.index_topk(
+                idx_q, caches.index_k, meta.block_table, meta.token_request, meta.row_position, topk=cfg.topk,
                 init_blocks=cfg.init_blocks, local_blocks=cfg.local_blocks, index_k_dtype=cfg.index_k_dtype,
-                config=IndexConfig(tile_rows=lanes))
+                tile_rows=lanes, backend="triton", check=False)
     record = {"prefix": prefix, "chunk": chunk, "pairs": causal_pairs(prefix, chunk)}
     for name, call in calls.items():
         try:

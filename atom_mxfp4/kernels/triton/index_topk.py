@@ -210,7 +210,8 @@ class IndexConfig:
     blocks_per_program: int | None = None  # None: the heuristic below
     tile_rows: int | None = None  # (row, head) lanes per program of one request (``_score_tiled_kernel``, 16 or 32:
     # the dot's M; at 64 sm_90's wgmma lowering refuses the MXFP4 decode's layout), prefill-shaped batches, bf16 idx_q
-    # only; None: one program per row. Opt-in until measured (evals/bench/prefill_bench.py)
+    # only; None: one program per row. A layer asks for it in prefill batches (ops.index_topk tile_rows,
+    # LayerConfig.index_tile_rows; timed by evals/bench/prefill_bench.py)
     asm: bool = True  # the PTX decode of pa_decode's DecodeConfig.asm (GPU only); the same exact bf16 values as the
     # Triton decode, so the same scores and ids. Faster than tl.dot_scaled at large batch on the H200, which was
     # removed (docs/triton.md "Tried and not kept ("Removed experiments")"; 32K x 256: ledger rows "index_topk" /
