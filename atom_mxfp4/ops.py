@@ -18,6 +18,7 @@ import weakref
 
 import torch
 
+from . import op_replay
 from .backends import resolve_backend
 from .cache import as_records, index_k_dtype_of, index_records
 from .checked import once
@@ -203,11 +204,15 @@ def fused_qknorm_rope_write(qkv, positions, q_norm_weight, k_norm_weight, idx_q_
                          num_kv_heads=num_kv_heads, num_index_heads=num_index_heads, rotary_dim=rotary_dim, eps=eps,
                          q_dtype=q_dtype)
     impl = resolve_backend(backend, qkv.device)
-    return impl.fused_qknorm_rope_write(
-        qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight, cos_sin_cache,
-        slot_mapping, k_records, v_records, i_records, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
-        num_index_heads=num_index_heads, rotary_dim=rotary_dim, eps=eps, scale_mode=scale_mode, q_dtype=q_dtype,
-        index_k_dtype=index_dtype)
+    return op_replay.run(
+        ("write", num_q_heads, num_kv_heads, num_index_heads, rotary_dim, eps, scale_mode, q_dtype, index_dtype),
+        impl.name, (qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
+                    cos_sin_cache, slot_mapping, k_records, v_records, i_records),
+        lambda: impl.fused_qknorm_rope_write(
+            qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight, cos_sin_cache,
+            slot_mapping, k_records, v_records, i_records, num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+            num_index_heads=num_index_heads, rotary_dim=rotary_dim, eps=eps, scale_mode=scale_mode,
+            q_dtype=q_dtype, index_k_dtype=index_dtype))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -286,9 +291,11 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
                f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
     impl = resolve_backend(backend, idx_q.device)
-    return impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
-                           init_blocks=init_blocks, local_blocks=local_blocks, index_k_dtype=index_dtype,
-                           tile_rows=tile_rows)
+    return op_replay.run(("index_topk", topk, init_blocks, local_blocks, index_dtype, tile_rows), impl.name,
+                         (idx_q, records, block_table, row_request, row_position),
+                         lambda: impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
+                                                 init_blocks=init_blocks, local_blocks=local_blocks,
+                                                 index_k_dtype=index_dtype, tile_rows=tile_rows))
 
 
 def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, block_tokens: int) -> None:
@@ -354,8 +361,10 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
     if check:
         _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block)
     impl = resolve_backend(backend, topk_blocks.device)
-    return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
-                                    num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
+    return op_replay.run(("build_sparse_tables", num_kv_heads, pages_per_block), impl.name,
+                         (topk_blocks, block_table, row_request, row_position),
+                         lambda: impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
+                                                          num_kv_heads=num_kv_heads, pages_per_block=pages_per_block))
 
 
 def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -> None:
@@ -451,8 +460,11 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     impl = resolve_backend(backend, q.device)
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=tables.shape[1], group=q.shape[1], device=q.device)
-    impl.pa_decode(out, q, k_records, v_records, tables, context_lens, softmax_scale=float(softmax_scale),
-                   query_scale=query_scale, plan=plan)
+    softmax_scale, scale_tensor = float(softmax_scale), isinstance(query_scale, torch.Tensor)
+    op_replay.run(("pa_decode", softmax_scale, None if scale_tensor else query_scale), impl.name,
+                  (out, q, k_records, v_records, tables, context_lens, query_scale if scale_tensor else None),
+                  lambda: impl.pa_decode(out, q, k_records, v_records, tables, context_lens,
+                                         softmax_scale=softmax_scale, query_scale=query_scale, plan=plan), plan)
     return out
 
 
@@ -539,19 +551,29 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     width = topk_blocks.shape[2] * pages_per_block if sparse else block_table.shape[1]
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=width, group=q.shape[1], device=q.device)
-    fused = getattr(impl, "attend", None)
-    if fused is not None and fused(out, q, k_records, v_records, block_table, row_request, row_position,
-                                   num_kv_heads=num_kv_heads, topk_blocks=topk_blocks,
-                                   pages_per_block=pages_per_block, softmax_scale=float(softmax_scale),
-                                   query_scale=query_scale, plan=plan) is not None:
-        return out  # ran as one launch (a backend declines, returning None, where its composition is faster)
-    if sparse:
-        tables, lens = impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
-                                                num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
-    else:
-        tables, lens = dense_tables(block_table, row_request, row_position, num_kv_heads=num_kv_heads)
-    impl.pa_decode(out, q, k_records, v_records, tables, lens, softmax_scale=float(softmax_scale),
-                   query_scale=query_scale, plan=plan)
+    softmax_scale, scale_tensor = float(softmax_scale), isinstance(query_scale, torch.Tensor)
+
+    def run():
+        fused = getattr(impl, "attend", None)
+        if fused is not None and fused(out, q, k_records, v_records, block_table, row_request, row_position,
+                                       num_kv_heads=num_kv_heads, topk_blocks=topk_blocks,
+                                       pages_per_block=pages_per_block, softmax_scale=softmax_scale,
+                                       query_scale=query_scale, plan=plan) is not None:
+            return  # ran as one launch (a backend declines, returning None, where its composition is faster)
+        if sparse:
+            tables, lens = impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
+                                                    num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
+        else:
+            tables, lens = dense_tables(block_table, row_request, row_position, num_kv_heads=num_kv_heads)
+        impl.pa_decode(out, q, k_records, v_records, tables, lens, softmax_scale=softmax_scale,
+                       query_scale=query_scale, plan=plan)
+
+    if not sparse and not hasattr(impl, "attend"):
+        run()  # dense_tables' torch work (or its kept tables) never replays: no key to make
+        return out
+    op_replay.run(("attend", num_kv_heads, pages_per_block, softmax_scale, None if scale_tensor else query_scale),
+                  impl.name, (out, q, k_records, v_records, block_table, row_request, row_position, topk_blocks,
+                              query_scale if scale_tensor else None), run, plan)
     return out
 
 

@@ -53,18 +53,26 @@ def _extent(tensor: torch.Tensor) -> int:
 class Guard(TorchDispatchMode):
     """Watches the torch operations of a step being traced (at the dispatcher: attribute reads such as ``stride()``
     or ``data_ptr()`` never reach it): allocations and views only. Anything else is work a replay would not repeat
-    (a copy, a table built by torch, a fill): the trace is then refused, naming the first such operation."""
+    (a copy, a table built by torch, a fill): the trace is then refused, naming the first such operation.
+    ``keep_allocations``: ``allocations`` lists the tensors the allocations made (atom_mxfp4.op_replay makes them
+    anew on each replay)."""
 
     ALLOCATIONS = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty"}
 
-    def __init__(self):
+    def __init__(self, keep_allocations: bool = False):
         super().__init__()
         self.refused: str | None = None
+        self.allocations: list | None = [] if keep_allocations else None  # the tensors allocated, in order
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if self.refused is None and not func.is_view and func._schema.name not in self.ALLOCATIONS:
-            self.refused = str(func)
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        if func.is_view:
+            return result
+        if func._schema.name not in self.ALLOCATIONS:
+            self.refused = self.refused or str(func)
+        elif self.allocations is not None:
+            self.allocations.append(result)
+        return result
 
 
 class Trace:

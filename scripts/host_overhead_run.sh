@@ -6,6 +6,8 @@
 # 1. atom_mxfp4/evals/bench/host_overhead.py on the baseline, then on this tree (--compare: table, plot, ledger rows);
 # 2. the GPU tests of the kernels whose launch path changed (tests/gpu), bits against the fp64 oracle / Triton;
 # 3. atom_mxfp4/evals/bench/hopper_bench.py --quick on both trees (the kernels' GPU time unchanged), each its own.
+# COMPARE=off: step 1 compares this tree against itself with op replay off (ATOM_MXFP4_OP_REPLAY=0, label
+# new-op-replay-off; atom_mxfp4.op_replay) instead of the baseline, which is then neither installed nor run.
 # STEPS (default "host tests bench") picks the steps. Raw output stays in $OUT (host/, logs); ledger rows in
 # $OUT/host.tar.gz (host/ledger_rows_<label>.csv).
 set -u -o pipefail
@@ -21,8 +23,11 @@ nproc; python3 -c "import platform; print(platform.processor() or platform.machi
 
 # this tree: the repo root holds the package; the baseline: installed from .base (whatever its layout)
 NEW=$ROOT
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --target /tmp/pkg_base \
-  "$ROOT/.base" || exit 2
+COMPARE=${COMPARE:-base}
+if [ "$COMPARE" = base ]; then
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir \
+    --target /tmp/pkg_base "$ROOT/.base" || exit 2
+fi
 BENCH=atom_mxfp4/evals/bench
 STATUS=0
 STEPS=" ${STEPS:-host tests bench} "
@@ -30,15 +35,22 @@ has() { [ "${STEPS/ $1 /}" != "$STEPS" ]; }
 
 # ---- 1. host time per call, baseline then this tree
 if has host; then
-PYTHONPATH=/tmp/pkg_base timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$OUT/host" --label base \
-  --commit "${BASE_COMMIT:-base}" || STATUS=1
+if [ "$COMPARE" = base ]; then
+  PYTHONPATH=/tmp/pkg_base timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$OUT/host" --label base \
+    --commit "${BASE_COMMIT:-base}" || STATUS=1
+  PEER=base
+else  # the same tree, op replay off (the same call, the same host)
+  ATOM_MXFP4_OP_REPLAY=0 PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$OUT/host" \
+    --label new-op-replay-off --commit "$COMMIT" || STATUS=1
+  PEER=new-op-replay-off
+fi
 PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$OUT/host" --label new \
-  --commit "$COMMIT" --compare "$OUT/host/base.json" ${HOST_PROFILE:+--profile "$OUT/host"} || STATUS=1
+  --commit "$COMMIT" --compare "$OUT/host/$PEER.json" ${HOST_PROFILE:+--profile "$OUT/host"} || STATUS=1
   [ -n "${HOST_PROFILE:-}" ] && tar -czf "$OUT/host_profiles.tar.gz" -C "$OUT/host" $(cd "$OUT/host" && ls profile_*.txt) \
     && rm -f "$OUT"/host/profile_*.txt
   if [ -n "${PLAIN:-}" ]; then  # this tree through Triton's own launch path (atom_mxfp4.launch.PLAIN_ENV)
     ATOM_MXFP4_PLAIN_LAUNCH=1 PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py \
-      --out "$OUT/host" --label new-plain --commit "$COMMIT" --compare "$OUT/host/base.json" || STATUS=1
+      --out "$OUT/host" --label new-plain --commit "$COMMIT" --compare "$OUT/host/$PEER.json" || STATUS=1
   fi
 fi
 

@@ -26,3 +26,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU: run on the H200 with scripts/gpu_run.sh"))
         if "gfx950" in item.keywords and not gfx950:
             item.add_marker(pytest.mark.skip(reason="needs an AMD gfx950 GPU (MI355X): numerics unverified here"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_op_replay():
+    """Each test starts with no op traces (atom_mxfp4.op_replay): a test that changes a backend's policy or stands in
+    a kernel must not replay launches another test traced."""
+    from atom_mxfp4 import op_replay
+
+    op_replay.clear()
+    yield
+    op_replay.clear()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from atom_mxfp4 import backends, checked, launch, replay
+from atom_mxfp4 import backends, checked, launch, op_replay, replay
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
@@ -32,6 +32,9 @@ def recorded(monkeypatch):
     backends._resolve.cache_clear()
     checked.clear()
     replay._proven.clear()  # no step proven yet: the first of a batch leaves a mark, the second is traced
+    # the ordinary path as it launches the first time: its ops not replayed (tests/test_op_replay.py), so each
+    # recorded launch names its tensors
+    monkeypatch.setattr(op_replay, "ENABLED", False)
     with launch.recording() as launches:
         yield launches
     backends._resolve.cache_clear()
