@@ -80,6 +80,7 @@ class Prompt:
 
     def __init__(self, context: int, heads: int, index_k: str, backend: str | None, device: torch.device):
         gen = torch.Generator().manual_seed(0)
+        self.profile: dict | None = None  # run(profile=): prefix -> the flash dense step's profile table
         self.weights = {n: (torch.randn(HEAD_DIM, generator=gen) * 0.1).to(device) for n in NORMS}
         self.sparse_cfg = LayerConfig(num_q_heads=heads, sparse=True, index_k_dtype=index_k)
         self.dense_cfg = LayerConfig(num_q_heads=heads, sparse=False, index_k_dtype=index_k)
@@ -172,7 +173,21 @@ def measure_chunk(p: Prompt, prefix: int, chunk: int, reps: int, peers: bool) ->
         record.setdefault("errors", {})["dense_flash_rel_l2"] = _error(error)
     if peers:
         record.update(measure_peers(prefix, chunk, cfg.num_q_heads, reps, dev))
+    if p.profile is not None and dev.type == "cuda":  # where the flash step's time goes (the kernels, by GPU time)
+        p.profile[prefix] = profile_table(calls["layer_dense_flash"])
     return record
+
+
+def profile_table(call, rows: int = 25) -> str:
+    """torch.profiler of one warm call: its kernels and ops by GPU time (the table torch prints)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows)
 
 
 def measure_peers(prefix: int, chunk: int, heads: int, reps: int, dev: torch.device) -> dict:
@@ -201,13 +216,15 @@ def measure_peers(prefix: int, chunk: int, heads: int, reps: int, dev: torch.dev
 
 
 def run(context: int, chunk: int, heads: int, index_ks: list[str], backend: str | None, reps: int,
-        device: torch.device, peers: bool = True) -> dict:
+        device: torch.device, peers: bool = True, profile: dict | None = None) -> dict:
+    """``profile``: a dict to fill with the flash dense step's profile per prefix (first index-K dtype only)."""
     resolved = resolve_backend(backend, device).name
     report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
               "date": time.strftime("%Y-%m-%d"),
               "backend": resolved, "context": context, "chunk": chunk, "heads": heads, "rows": []}
     for index_k in index_ks:
         prompt = Prompt(context, heads, index_k, backend, device)
+        prompt.profile = profile if index_k == index_ks[0] else None
         for prefix in range(0, context, chunk):
             record = {"index_k": index_k, **measure_chunk(prompt, prefix, min(chunk, context - prefix), reps,
                                                           peers and index_k == index_ks[0])}
@@ -281,13 +298,19 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--commit", default="", help="the commit measured (ledger rows: ledger_rows.csv)")
+    parser.add_argument("--profile", action="store_true", help="torch.profiler of the flash dense step per chunk "
+                        "(profile_flash.txt)")
     args = parser.parse_args(argv)
     for name, value in (("--context", args.context), ("--chunk", args.chunk)):
         if value <= 0 or value % PAGE_SIZE:
             parser.error(f"{name} must be a positive multiple of {PAGE_SIZE}, got {value}")
+    profiles = {} if args.profile else None
     report = run(args.context, args.chunk, args.heads, args.index_k.split(","), args.backend, args.reps,
-                 torch.device(args.device), peers=not args.no_peers)
+                 torch.device(args.device), peers=not args.no_peers, profile=profiles)
     args.out.mkdir(parents=True, exist_ok=True)
+    if profiles:
+        (args.out / "profile_flash.txt").write_text("".join(f"== layer_dense_flash, prefix {prefix}\n{text}\n"
+                                                            for prefix, text in profiles.items()))
     (args.out / "prefill.json").write_text(json.dumps(report, indent=1))
     (args.out / "prefill.md").write_text(table(report))
     if args.commit:
