@@ -7,7 +7,9 @@ backend, in ``atom_mxfp4.ops``). So the backend part of an op called with a key 
 same launches with other addresses. ``run`` keeps, per key, what those launches were finally given
 (``launch.tracing``) and replays them: per launch the traced values with this call's addresses put in, and the C
 launch. The key: the op, the backend, every scalar argument (the plan by identity: a plan never changes, and its
-workspace is its own), each tensor argument's signature (``replay.signature``) and the stream.
+workspace is its own; a trace holds it by a weak reference, so no plan is kept alive, and a trace whose plan is gone
+is dropped), each tensor argument's signature (``replay.signature``), the stream and whether launches are only
+recorded (``launch.recording``: such a trace names kernels, it has none to launch).
 
 A key seen once only leaves a mark; the second call with it is traced under a ``replay.Guard``; the third and later
 replay. So calls whose shapes never repeat (a prefill's chunks) pay a dictionary insert, not a trace. A trace is
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import weakref
 from collections import OrderedDict
 
 import torch
@@ -63,11 +66,15 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
     first = tensors[0]
     if not ENABLED or backend not in REPLAYABLE_BACKENDS or launch._traced is not None or capturing(first):
         return call()
-    key = (op, backend, plan, current_stream(first),  # each tensor's replay.signature, written out (per call)
+    key = (op, backend, id(plan), launch._recorded is None, current_stream(first),  # then each tensor's
+           # replay.signature, written out (per call)
            *[None if t is None else (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15) for t in tensors])
     trace = _traces.get(key)
     if trace is not None:
         if trace is not REFUSED:
+            if trace.plan is not None and trace.plan() is not plan:  # its plan is gone (another has its id)
+                del _traces[key]
+                return call()
             result = trace.replay(tensors)
             if result is not _NOT_RUN:
                 _traces.move_to_end(key)
@@ -105,7 +112,7 @@ def _find(spans: list, starts: list, address: int):
 class OpTrace:
     """An op's traced launches, the allocations a replay makes anew and how to make its result."""
 
-    __slots__ = ("launches", "allocations", "result", "stream")
+    __slots__ = ("launches", "allocations", "result", "stream", "plan")
 
     @staticmethod
     def build(traced: list, tensors: tuple, allocations: list, plan, result, stream: int) -> "OpTrace | None":
@@ -145,6 +152,7 @@ class OpTrace:
             return None
         trace = OpTrace()
         trace.launches, trace.result, trace.stream = tuple(launches), made, stream
+        trace.plan = None if plan is None else weakref.ref(plan)
         trace.allocations = tuple((tuple(t.shape), t.stride(), t.dtype, t.device) for t in allocations)
         return trace
 
