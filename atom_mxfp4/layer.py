@@ -438,7 +438,8 @@ class SparseMXFP4Attention:
 
         prefill.attend_dense(out_rows, q_rows, caches.k, caches.v, meta.block_table, meta.token_request,
                              row_position, meta.segments, num_kv_heads=c.num_kv_heads, softmax_scale=c.softmax_scale,
-                             min_rows=c.flash_prefill_rows, decode=decode)
+                             min_rows=c.flash_prefill_rows, decode=decode,
+                             backend=resolve_backend(self.backend, device).name)
         return None
 
     def _tiled(self, meta) -> bool:

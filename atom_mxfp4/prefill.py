@@ -81,11 +81,17 @@ def check_segments(segments, positions: torch.Tensor, token_request: torch.Tenso
              f"{int(token_request[t])}, positions {int(positions[t])}")
 
 
-def _prefix(cache, block_table: torch.Tensor, seg: Segment, num_kv_heads: int) -> torch.Tensor:
-    """The request's first ``start + rows`` tokens of ``cache`` as bf16 [nkv, L, 128]."""
+def _prefix(cache, block_table: torch.Tensor, seg: Segment, num_kv_heads: int, one_launch: bool) -> torch.Tensor:
+    """The request's first ``start + rows`` tokens of ``cache`` as bf16 [nkv, L, 128]: in one Triton launch
+    (``one_launch``: the layer runs the Hopper or Triton backend; ``kernels/triton/prefix``), else by torch ops (the
+    same values)."""
+    length = seg.start + seg.rows
+    if one_launch:
+        from .kernels.triton.prefix import dequantize_prefix
+
+        return dequantize_prefix(cache.records, block_table[seg.request], num_kv_heads, length)
     from .kernels.torch.paged import read_pages
 
-    length = seg.start + seg.rows
     pages = block_table[seg.request, : -(-length // PAGE_SIZE)].long()
     heads = torch.arange(num_kv_heads, device=pages.device)
     values = read_pages(cache.records, pages[None, :] * num_kv_heads + heads[:, None])  # [nkv, P, 128, 128] fp32
@@ -130,11 +136,12 @@ def _sdpa(q, k, v, scale: float) -> torch.Tensor | None:
 
 def attend_dense(out: torch.Tensor, q: torch.Tensor, k_cache, v_cache, block_table: torch.Tensor,
                  token_request: torch.Tensor, row_position: torch.Tensor, segments, *, num_kv_heads: int,
-                 softmax_scale: float, min_rows: int, decode) -> None:
+                 softmax_scale: float, min_rows: int, decode, backend: str = "torch") -> None:
     """A dense layer's attention of the batch's rows: segments of at least ``min_rows`` rows by SDPA over their
     dequantized prefix, the other rows by ``decode(first_token, end_token)`` (the layer's ``ops.attend`` of those
     rows). out / q [T * nkv, G, 128] bf16 (row = token * nkv + head), as ``ops.attend`` takes them; unchecked (the
-    layer validated the step and ``check_segments`` the segments)."""
+    layer validated the step and ``check_segments`` the segments). ``backend``: the layer's (resolved); on Hopper and
+    Triton the prefix is dequantized in one launch."""
     tokens = token_request.shape[0]
     group, dim = q.shape[1], q.shape[2]
     q_t = q.view(tokens, num_kv_heads, group, dim)
@@ -142,8 +149,9 @@ def attend_dense(out: torch.Tensor, q: torch.Tensor, k_cache, v_cache, block_tab
     pending = None  # [first, end): adjacent rows left to the decode kernel, launched as one range
     for seg in segments:
         if seg.rows >= min_rows:
-            k = _prefix(k_cache, block_table, seg, num_kv_heads)[:, None]  # [nkv, 1, L, D]
-            v = _prefix(v_cache, block_table, seg, num_kv_heads)[:, None]
+            one_launch = backend in ("hopper", "triton")
+            k = _prefix(k_cache, block_table, seg, num_kv_heads, one_launch)[:, None]  # [nkv, 1, L, D]
+            v = _prefix(v_cache, block_table, seg, num_kv_heads, one_launch)[:, None]
             query = q_t[seg.row: seg.row + seg.rows].permute(1, 2, 0, 3)  # [nkv, G, n, D]
             result = None
             for heads in (1, group):  # GQA first; then K / V copied per query head; then the decode kernel

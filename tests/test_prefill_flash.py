@@ -182,3 +182,31 @@ def test_prefill_batches_pass_the_tiled_scorer_and_decode_batches_do_not(monkeyp
 def test_index_tile_rows_is_checked():
     with pytest.raises(InvalidValue, match="index_tile_rows must be 0 \\(off\\), 16 or 32, got 64"):
         LayerConfig(index_tile_rows=64)
+
+
+
+@pytest.mark.parametrize("num_kv_heads,length", [(1, 300), (2, 129), (1, 1)])
+def test_the_prefix_in_one_launch_equals_the_torch_dequantization(num_kv_heads, length):
+    """kernels/triton/prefix (the Hopper / Triton layers' flash prefill, here under the interpreter): the same bits as
+    read_pages + bf16 on a request's pages (out of order, among garbage pages), nothing read past ``length``."""
+    pytest.importorskip("triton")
+    from atom_mxfp4 import quantize_mxfp4
+    from atom_mxfp4.kernels.torch.paged import read_pages
+    from atom_mxfp4.kernels.triton.prefix import dequantize_prefix
+
+    gen = torch.Generator().manual_seed(length)
+    pages, used = 9, -(-length // 128)
+    records = torch.randint(0, 256, (pages, num_kv_heads, 8704), generator=gen, dtype=torch.uint8)  # garbage
+    table = torch.randperm(pages, generator=gen)[:used + 1].int()  # one page past the prefix: never read
+    slots = (table[:used, None].long() * 128 + torch.arange(128)).flatten()[:length].tolist()
+    for head in range(num_kv_heads):  # the prefix's tokens as the writer's codec makes them; the rest stays garbage
+        data, scale = quantize_mxfp4(torch.randn(length, 128, generator=gen) * 3 ** head)
+        for i, slot in enumerate(slots):
+            page, token = divmod(slot, 128)
+            records[page, head, token * 64:(token + 1) * 64] = data[i]
+            records[page, head, 8192 + token * 4: 8192 + (token + 1) * 4] = scale[i]
+    got = dequantize_prefix(records, table, num_kv_heads, length)
+    ids = table[:used].long()[None, :] * num_kv_heads + torch.arange(num_kv_heads)[:, None]
+    want = read_pages(records, ids).flatten(1, 2)[:, :length].to(torch.bfloat16)
+    assert got.shape == (num_kv_heads, length, 128) and got.dtype == torch.bfloat16
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))

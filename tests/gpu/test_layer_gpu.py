@@ -148,3 +148,22 @@ def test_dense_prefill_as_flash_attention_matches_torch_backend(backend, monkeyp
         assert torch.equal(gpu_caches.k.records.cpu(), cpu_caches.k.records)
         assert _rel(out_gpu, out_cpu) < FLASH_REL_TOL
     assert calls == [750, 166, 64, 750, 167, 65]  # the segments of >= 64 rows of both prefill chunks; no decode row
+
+
+@pytest.mark.parametrize("num_kv_heads,length", [(1, 32768), (2, 1000), (1, 1)])
+def test_the_prefix_in_one_launch_equals_the_torch_dequantization(num_kv_heads, length):
+    """The flash prefill's prefix (kernels/triton/prefix, PTX decode on the GPU) bit for bit against read_pages + bf16
+    over the writer's bytes, the pages out of order."""
+    from atom_mxfp4 import quantize_mxfp4
+    from atom_mxfp4.kernels.torch.paged import read_pages
+    from atom_mxfp4.kernels.triton.prefix import dequantize_prefix
+
+    used = -(-length // 128)
+    pages = used + 3
+    table = torch.randperm(pages, device=DEV)[:used].int()
+    data, scale = quantize_mxfp4(torch.randn(pages * num_kv_heads * 128, 128, device=DEV) * 4)
+    records = torch.cat((data.view(pages, num_kv_heads, 128 * 64), scale.view(pages, num_kv_heads, 128 * 4)), -1)
+    got = dequantize_prefix(records.contiguous(), table, num_kv_heads, length)
+    ids = table.long()[None, :] * num_kv_heads + torch.arange(num_kv_heads, device=DEV)[:, None]
+    want = read_pages(records, ids).flatten(1, 2)[:, :length].to(torch.bfloat16)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
