@@ -361,10 +361,10 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
     if check:
         _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block)
     impl = resolve_backend(backend, topk_blocks.device)
-    return op_replay.run(("build_sparse_tables", num_kv_heads, pages_per_block), impl.name,
-                         (topk_blocks, block_table, row_request, row_position),
-                         lambda: impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
-                                                          num_kv_heads=num_kv_heads, pages_per_block=pages_per_block))
+    # not through op_replay: one launch behind a short host path, which a replay's key and allocations did not beat
+    # (the H100 host measured it 1.4x slower with replay in one run of two, the CPU slower too; docs/api.md)
+    return impl.build_sparse_tables(topk_blocks, block_table, row_request, row_position,
+                                    num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
 
 
 def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -> None:

@@ -31,7 +31,7 @@ import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
 import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
 
 CPU = torch.device("cpu")
-OPS = ("write", "index_topk", "sparse_tables", "pa_decode", "attend_sparse", "attend_dense")
+OPS = ("write", "index_topk", "pa_decode", "attend_sparse", "attend_dense")  # (build_sparse_tables: never, below)
 CASES = [(b, op) for b in ("hopper", "triton") for op in OPS if (b, op) != ("triton", "attend_dense")]
 
 
@@ -230,7 +230,7 @@ VARIANTS = {  # another key than the base call's: (op, how the call differs)
     "qkv dtype": ("write", lambda c: c.fresh(arg=(0, c.args[0].float()))),
     "qkv stride": ("write", lambda c: c.fresh(arg=(0, _strided(c.args[0])))),
     "qkv alignment": ("write", lambda c: c.fresh(arg=(0, _misaligned(c.args[0])))),
-    "table width": ("sparse_tables", lambda c: c.fresh(arg=(0, c.args[0][:, :, :8].contiguous()))),
+    "table width": ("attend_sparse", lambda c: c.fresh(topk_blocks=c.kwargs["topk_blocks"][:, :, :8].contiguous())),
 }
 
 
@@ -276,16 +276,16 @@ def test_a_table_built_by_torch_is_refused(recorded, backend):
 @pytest.mark.parametrize("backend", ("hopper", "triton"))
 @pytest.mark.parametrize("how", ("torch work", "a kept tensor"))
 def test_a_backend_that_launches_with_torch_work_or_a_kept_tensor_is_refused(recorded, monkeypatch, backend, how):
-    call = _calls(backend)["sparse_tables"]
+    call = _calls(backend)["index_topk"]
     table = resolve_backend(backend, CPU)
-    inner, kept = table.build_sparse_tables, call.args[1].clone()
+    inner, kept = table.index_topk, call.args[2].clone()
 
-    def patched(topk_blocks, block_table, *args, **kwargs):
+    def patched(idx_q, records, block_table, *args, **kwargs):
         if how == "torch work":
             block_table.sum()  # a reduction on the host path: not an allocation or a view
-        return inner(topk_blocks, kept if how == "a kept tensor" else block_table, *args, **kwargs)
+        return inner(idx_q, records, kept if how == "a kept tensor" else block_table, *args, **kwargs)
 
-    monkeypatch.setattr(table, "build_sparse_tables", patched)
+    monkeypatch.setattr(table, "index_topk", patched)
     assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
     assert list(op_replay._traces.values()) == [op_replay.REFUSED]
 
@@ -359,14 +359,22 @@ def test_a_plan_used_once_is_not_kept_alive(recorded):
 def test_a_trace_made_while_recording_is_not_replayed_by_real_launches(resolvable):
     """Launches recorded (launch.recording) and launches run (the interpreter here) are different keys: a trace of
     recorded launches holds kernel names, not compiled kernels."""
-    call = _calls("triton")["sparse_tables"]
+    call = _calls("triton")["index_topk"]
     with launch.recording() as launches:
         _three(launches, call)
     fresh = call.fresh()
     try:
-        tables, lens = fresh.fn(*fresh.args, **fresh.kwargs)
+        got = fresh.fn(*fresh.args, **fresh.kwargs)
     except AttributeError as error:
         pytest.fail(f"BUG: a trace made under launch.recording() was replayed outside it ({error}): op_replay.run's "
                     "key does not say whether launches are recorded")
-    want = ops.build_sparse_tables(*fresh.args, num_kv_heads=1, backend="torch")
-    assert torch.equal(tables, want[0]) and torch.equal(lens, want[1])
+    want = ops.index_topk(*fresh.args, **{**fresh.kwargs, "backend": "torch"})
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("backend", ("hopper", "triton"))
+def test_build_sparse_tables_is_never_replayed(recorded, backend):
+    """One launch behind a short host path: called directly, it takes the ordinary path every time (docs/api.md)."""
+    call = _calls(backend)["sparse_tables"]
+    assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
+    assert not op_replay._traces and not op_replay._marks
