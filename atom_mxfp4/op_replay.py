@@ -36,7 +36,6 @@ change a backend's policy between calls).
 
 from __future__ import annotations
 
-import bisect
 import os
 import weakref
 from collections import OrderedDict
@@ -44,7 +43,7 @@ from collections import OrderedDict
 import torch
 
 from . import launch
-from .replay import REPLAYABLE_BACKENDS, Guard, _extent, capturing, current_stream
+from .replay import REPLAYABLE_BACKENDS, Guard, Spans, _extent, capturing, current_stream, replayable
 
 ENABLED = os.environ.get("ATOM_MXFP4_OP_REPLAY", "1") != "0"
 LIMIT = 256  # traces kept (the least recently used forgotten first)
@@ -99,16 +98,6 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
 _NOT_RUN = object()  # a replay that launched nothing (a launch hook is set): the caller takes the ordinary path
 
 
-def _spans(tensors) -> list:
-    return sorted((t.data_ptr(), t.data_ptr() + _extent(t), i) for i, t in enumerate(tensors)
-                  if t is not None and t.numel())
-
-
-def _find(spans: list, starts: list, address: int):
-    j = bisect.bisect_right(starts, address) - 1
-    return spans[j] if j >= 0 and address < spans[j][1] else None
-
-
 class OpTrace:
     """An op's traced launches, the allocations a replay makes anew and how to make its result."""
 
@@ -120,26 +109,16 @@ class OpTrace:
         if not traced or any(t is None for t in traced):
             return None
         bases = list(tensors) + list(allocations)  # a replay's addresses: this call's tensors, then the new ones
-        spans = _spans(bases)
-        if any(spans[j][1] > spans[j + 1][0] for j in range(len(spans) - 1)):
+        spans = Spans(bases)
+        if spans.overlap():
             return None  # two of them overlap: which one an argument belongs to is not known
-        starts = [span[0] for span in spans]
-        owned = _spans([t for t in vars(plan).values() if isinstance(t, torch.Tensor)] if plan is not None else [])
-        owned_starts = [span[0] for span in owned]
+        owned = Spans([t for t in vars(plan).values() if isinstance(t, torch.Tensor)] if plan is not None else [])
         launches = []
         for item in traced:
-            substitutions = []
-            for position, arg in enumerate(item.args):
-                if not isinstance(arg, torch.Tensor):
-                    continue
-                address = arg.data_ptr()
-                span = _find(spans, starts, address)
-                if span is not None:
-                    substitutions.append((position, span[2], address - span[0]))
-                elif _find(owned, owned_starts, address) is None:
-                    return None  # a tensor the call neither got nor made (e.g. tables kept from an earlier call)
-            launches.append((item.target, item.grid, tuple(item.values), tuple(substitutions), item.metadata,
-                             item.cluster))
+            launch_, others = replayable(item, spans)
+            if any(owned.find(t.data_ptr()) is None for t in others):
+                return None  # a tensor the call neither got nor made (e.g. tables kept from an earlier call)
+            launches.append(launch_)
         allocations = list(allocations)
         results = result if isinstance(result, tuple) else (result,)
         for j, made in enumerate(allocations):  # an allocation returned whole as a view: made in that view's shape
@@ -147,7 +126,7 @@ class OpTrace:
                      and r.dtype == made.dtype and _extent(r) == _extent(made) and r.numel()]
             if whole:
                 allocations[j] = bases[len(tensors) + j] = whole[0]
-        made = _result_recipe(result, bases, spans, starts)
+        made = _result_recipe(result, bases, spans)
         if made is None:
             return None
         trace = OpTrace()
@@ -168,19 +147,19 @@ class OpTrace:
         return _make_result(self.result, bases)
 
 
-def _result_recipe(result, bases: list, spans: list, starts: list):
+def _result_recipe(result, bases: list, spans: Spans):
     """How a replay makes ``result`` (None, a tensor, or a tuple of tensors and None) from its bases: per tensor
     (which base, None for the base itself, else its size, strides and offset in elements from the base's first);
     None where it cannot."""
     if isinstance(result, torch.Tensor):
-        return _tensor_recipe(result, bases, spans, starts)
+        return _tensor_recipe(result, bases, spans)
     if result is None:
         return ("none",)
     if isinstance(result, tuple):
         parts = []
         for part in result:
             made = ("none",) if part is None else (
-                _tensor_recipe(part, bases, spans, starts) if isinstance(part, torch.Tensor) else None)
+                _tensor_recipe(part, bases, spans) if isinstance(part, torch.Tensor) else None)
             if made is None:
                 return None
             parts.append(made)
@@ -188,11 +167,11 @@ def _result_recipe(result, bases: list, spans: list, starts: list):
     return None
 
 
-def _tensor_recipe(tensor: torch.Tensor, bases: list, spans: list, starts: list):
+def _tensor_recipe(tensor: torch.Tensor, bases: list, spans: Spans):
     for which, base in enumerate(bases):
         if tensor is base:
             return ("base", which, None)
-    span = _find(spans, starts, tensor.data_ptr()) if tensor.numel() else None
+    span = spans.find(tensor.data_ptr()) if tensor.numel() else None
     if span is None:
         return None
     base = bases[span[2]]

@@ -284,9 +284,9 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect_int(topk, "topk", 1, MAX_TOPK)
         expect_int(init_blocks, "init_blocks", 0)
         expect_int(local_blocks, "local_blocks", 0)
-    if check and tile_rows is not None:
-        expect(tile_rows in (16, 32) and type(tile_rows) is int, "tile_rows", "None, 16 or 32", repr(tile_rows))
     if check:
+        expect(tile_rows is None or (tile_rows in (16, 32) and type(tile_rows) is int), "tile_rows",
+               "None, 16 or 32", repr(tile_rows))
         check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
         expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
                f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])

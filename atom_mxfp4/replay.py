@@ -50,6 +50,39 @@ def _extent(tensor: torch.Tensor) -> int:
     return (sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())) + 1) * tensor.element_size()
 
 
+class Spans:
+    """The address ranges of ``tensors`` (None and empty ones left out), sorted: which one holds an address."""
+
+    __slots__ = ("spans", "starts")
+
+    def __init__(self, tensors):
+        self.spans = sorted((t.data_ptr(), t.data_ptr() + _extent(t), i) for i, t in enumerate(tensors)
+                            if t is not None and t.numel())
+        self.starts = [span[0] for span in self.spans]
+
+    def overlap(self) -> bool:
+        return any(self.spans[j][1] > self.spans[j + 1][0] for j in range(len(self.spans) - 1))
+
+    def find(self, address: int) -> tuple | None:
+        """(start, end, index in ``tensors``) of the tensor whose bytes hold ``address``; None if none does."""
+        j = bisect.bisect_right(self.starts, address) - 1
+        return self.spans[j] if j >= 0 and address < self.spans[j][1] else None
+
+
+def replayable(item, spans: Spans) -> tuple[tuple, list]:
+    """(the launch as ``launch.replay`` takes it, the tensor arguments inside none of ``spans``) of one traced launch:
+    each tensor argument inside tensor ``i`` of ``spans`` becomes the substitution ``(position, i, offset)``."""
+    substitutions, others = [], []
+    for position, arg in enumerate(item.args):
+        if isinstance(arg, torch.Tensor):
+            span = spans.find(arg.data_ptr())
+            if span is None:
+                others.append(arg)
+            else:
+                substitutions.append((position, span[2], arg.data_ptr() - span[0]))
+    return (item.target, item.grid, tuple(item.values), tuple(substitutions), item.metadata, item.cluster), others
+
+
 class Guard(TorchDispatchMode):
     """Watches the torch operations of a step being traced (at the dispatcher: attribute reads such as ``stride()``
     or ``data_ptr()`` never reach it): allocations and views only. Anything else is work a replay would not repeat
@@ -97,25 +130,14 @@ class Trace:
         None where a replay would not be the same call (module docstring)."""
         if not traced or any(t is None for t in traced):
             return None
-        spans = sorted((t.data_ptr(), t.data_ptr() + _extent(t), i) for i, t in enumerate(inputs)
-                       if t is not None and t.numel())
-        if any(spans[j][1] > spans[j + 1][0] for j in range(len(spans) - 1)):
+        spans = Spans(inputs)
+        if spans.overlap():
             return None  # two of the layer's tensors overlap: which one an argument belongs to is not known
-        starts = [span[0] for span in spans]
         launches, keep = [], []
         for item in traced:
-            substitutions = []
-            for position, arg in enumerate(item.args):
-                if not isinstance(arg, torch.Tensor):
-                    continue
-                address = arg.data_ptr()
-                j = bisect.bisect_right(starts, address) - 1
-                if j >= 0 and address < spans[j][1]:
-                    substitutions.append((position, spans[j][2], address - spans[j][0]))
-                else:
-                    keep.append(arg)
-            launches.append((item.target, item.grid, tuple(item.values), tuple(substitutions), item.metadata,
-                             item.cluster))
+            launch_, others = replayable(item, spans)
+            launches.append(launch_)
+            keep += others
         return tuple(launches), tuple(keep)
 
 
