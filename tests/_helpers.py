@@ -5,6 +5,8 @@
   test_format.py), fast enough for the op tests.
 - cache helpers: read / write one token of a raw record tensor ``[pages, heads, 8704]`` by byte offsets.
 - ``attention_rows``: dense fp64 softmax attention per row over dequantized cache tokens.
+- test set-up shared by several files: ``compiled_backends_resolvable`` (the Hopper and Triton host paths on the
+  CPU) and ``usable_or_skip`` (a GPU test's backend).
 - ``run_ptx``: a numpy interpreter of the five PTX instructions of the MXFP4 decodes (mov, prmt, and, mul.lo.u32,
   mul.rn.bf16x2), to run the shipped asm text of the Triton and Hopper kernels on the CPU.
 """
@@ -540,3 +542,30 @@ def refill_index_case(gen, idx_q, row_position, max_blocks):
     idx_q.copy_((torch.randint(-4, 5, idx_q.shape, generator=gen).float() / 2).bfloat16().to(idx_q.device))
     row_position.copy_(torch.randint(0, max_blocks * 128, row_position.shape, generator=gen,
                                      dtype=torch.int32).to(row_position.device))
+
+
+# ---- test set-up ------------------------------------------------------------------------------------------------
+def compiled_backends_resolvable(monkeypatch) -> None:
+    """Make the Hopper and Triton backends resolvable on the CPU (their host paths run to their launches, which the
+    caller records with ``atom_mxfp4.launch.recording``), with no backend resolved and no value check remembered yet.
+    The caller clears ``atom_mxfp4.backends._resolve`` again when it is done."""
+    import atom_mxfp4.kernels.hopper as hopper
+    import atom_mxfp4.kernels.triton as triton_backend
+    from atom_mxfp4 import backends, checked
+
+    for backend in (hopper.HopperBackend, triton_backend.TritonBackend):
+        monkeypatch.setattr(backend, "unavailable", classmethod(lambda cls, device: None))
+    backends._resolve.cache_clear()
+    checked.clear()
+
+
+def usable_or_skip(backend: str, device) -> str:
+    """``backend``, or skip the test naming why ``device`` cannot run it (the Hopper kernels need sm_90)."""
+    if backend == "hopper":
+        from atom_mxfp4.kernels import hopper
+        why = hopper.usable(device)
+        if why is not None:
+            import pytest
+
+            pytest.skip(why)
+    return backend

@@ -18,13 +18,14 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from atom_mxfp4 import backends, checked, launch, ops
+import _helpers as H
+
+from atom_mxfp4 import backends, launch, ops
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
 
 import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
-import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
 
 
 # ---- the launcher -----------------------------------------------------------------------------------------------
@@ -160,10 +161,7 @@ class _HostReads(TorchFunctionMode):
 @pytest.fixture
 def compiled_backends_on_cpu(monkeypatch):
     """The Hopper and Triton backends resolvable on the CPU: their host path runs, launches are recorded."""
-    for backend in (hopper.HopperBackend, triton_backend.TritonBackend):
-        monkeypatch.setattr(backend, "unavailable", classmethod(lambda cls, device: None))
-    backends._resolve.cache_clear()
-    checked.clear()
+    H.compiled_backends_resolvable(monkeypatch)
     with launch.recording() as launches:
         yield launches
     backends._resolve.cache_clear()

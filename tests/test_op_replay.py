@@ -21,14 +21,14 @@ import weakref
 import pytest
 import torch
 
-from atom_mxfp4 import backends, checked, launch, op_replay, ops
+import _helpers as H
+
+from atom_mxfp4 import backends, launch, op_replay, ops
 from atom_mxfp4.backends import resolve_backend
 from atom_mxfp4.evals.bench.host_overhead import _case
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
 
-import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
-import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
 
 CPU = torch.device("cpu")
 OPS = ("write", "index_topk", "pa_decode", "attend_sparse", "attend_dense")  # (build_sparse_tables: never, below)
@@ -38,10 +38,7 @@ CASES = [(b, op) for b in ("hopper", "triton") for op in OPS if (b, op) != ("tri
 @pytest.fixture
 def resolvable(monkeypatch):
     """The Hopper and Triton backends resolvable on the CPU."""
-    for backend in (hopper.HopperBackend, triton_backend.TritonBackend):
-        monkeypatch.setattr(backend, "unavailable", classmethod(lambda cls, device: None))
-    backends._resolve.cache_clear()
-    checked.clear()
+    H.compiled_backends_resolvable(monkeypatch)
     yield
     backends._resolve.cache_clear()
 

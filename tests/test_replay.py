@@ -15,22 +15,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from atom_mxfp4 import backends, checked, launch, op_replay, replay
+import _helpers as H
+
+from atom_mxfp4 import backends, launch, op_replay, replay
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
 
-import atom_mxfp4.kernels.hopper as hopper  # noqa: E402
-import atom_mxfp4.kernels.triton as triton_backend  # noqa: E402
 
 
 @pytest.fixture
 def recorded(monkeypatch):
     """The Hopper and Triton backends resolvable on the CPU; every launch recorded (the list yielded)."""
-    for backend in (hopper.HopperBackend, triton_backend.TritonBackend):
-        monkeypatch.setattr(backend, "unavailable", classmethod(lambda cls, device: None))
-    backends._resolve.cache_clear()
-    checked.clear()
+    H.compiled_backends_resolvable(monkeypatch)
     replay._proven.clear()  # no step proven yet: the first of a batch leaves a mark, the second is traced
     # the ordinary path as it launches the first time: its ops not replayed (tests/test_op_replay.py), so each
     # recorded launch names its tensors

@@ -12,6 +12,8 @@ the Hopper cases are skipped off sm_90 and have not run yet).
 import pytest
 import torch
 
+import _helpers as H
+
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.synthetic import make_request, make_weights
 
@@ -50,22 +52,14 @@ CASES = [(True, "mxfp4"), (True, "fp8"), (False, "mxfp4")]  # (sparse, index_k_d
 CASE_IDS = ["sparse", "sparse-fp8-index-k", "dense"]
 
 
-def _usable(backend):
-    """Skip a backend this GPU cannot run (the Hopper kernels need sm_90), naming why."""
-    if backend == "hopper":
-        from atom_mxfp4.kernels import hopper
-        why = hopper.usable(DEV)
-        if why is not None:
-            pytest.skip(why)
-    return backend
-
 
 @pytest.mark.parametrize("backend", ["triton", "hopper"])
 @pytest.mark.parametrize("sparse,index_k_dtype", CASES, ids=CASE_IDS)
 def test_layer_on_the_gpu_matches_torch_backend(sparse, index_k_dtype, backend):
     """``backend`` on the GPU (the Hopper backend: its pa_decode, Triton's other ops) vs the torch backend."""
     config, weights, requests, block_table = _setup(sparse, index_k_dtype)
-    gpu = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend=_usable(backend))
+    gpu = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()},
+                               backend=H.usable_or_skip(backend, DEV))
     cpu = SparseMXFP4Attention(config, weights, backend="torch")
     gpu_caches, cpu_caches = LayerCaches.allocate(config, PAGES, DEV), LayerCaches.allocate(config, PAGES)
     half = [n // 2 for n in PROMPTS]
@@ -87,7 +81,8 @@ def test_layer_on_the_gpu_matches_torch_backend(sparse, index_k_dtype, backend):
 @pytest.mark.parametrize("sparse,index_k_dtype", CASES, ids=CASE_IDS)
 def test_layer_decode_cuda_graph_replay_equals_eager(sparse, index_k_dtype, backend):
     config, weights, requests, block_table = _setup(sparse, index_k_dtype)
-    layer = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()}, backend=_usable(backend))
+    layer = SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in weights.items()},
+                                 backend=H.usable_or_skip(backend, DEV))
     caches = LayerCaches.allocate(config, PAGES, DEV)
     _step(layer, requests, block_table, caches, [0] * len(PROMPTS), PROMPTS, DEV)  # prefill (eager)
 
@@ -136,7 +131,7 @@ def test_dense_prefill_as_flash_attention_matches_torch_backend(backend, monkeyp
     monkeypatch.setattr(prefill, "_sdpa", lambda *a: calls.append(a[0].shape[2]) or real(*a))
     config, weights, requests, block_table = _setup(False)
     gpu = SparseMXFP4Attention(replace(config, flash_prefill_rows=64), {k: w.to(DEV) for k, w in weights.items()},
-                               backend=_usable(backend))
+                               backend=H.usable_or_skip(backend, DEV))
     cpu = SparseMXFP4Attention(config, weights, backend="torch")
     gpu_caches, cpu_caches = LayerCaches.allocate(config, PAGES, DEV), LayerCaches.allocate(config, PAGES)
     half = [n // 2 for n in PROMPTS]

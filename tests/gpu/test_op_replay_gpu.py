@@ -9,6 +9,8 @@ calls are ordinary launches, seen by the hook. What a replay launches is checked
 import pytest
 import torch
 
+import _helpers as H
+
 from atom_mxfp4 import op_replay, ops
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.synthetic import make_weights
@@ -21,14 +23,6 @@ PROMPTS = [1000, 260, 129]
 PAGES = 40
 CALLS = 5
 
-
-def _usable(backend):
-    if backend == "hopper":
-        from atom_mxfp4.kernels import hopper
-        why = hopper.usable(DEV)
-        if why is not None:
-            pytest.skip(why)
-    return backend
 
 
 def _setup(backend):
@@ -105,7 +99,7 @@ def _calls(backend, config, layer, caches, meta, plan):
 
 @pytest.mark.parametrize("backend", ["hopper", "triton"])
 def test_replayed_ops_equal_the_ordinary_path_bit_for_bit(backend, monkeypatch):
-    calls = _calls(_usable(backend), *_setup(backend))
+    calls = _calls(H.usable_or_skip(backend, DEV), *_setup(backend))
     for op, call in calls.items():
         monkeypatch.setattr(op_replay, "ENABLED", False)
         want = [call(seed) for seed in range(CALLS)]
@@ -131,7 +125,7 @@ def test_replayed_ops_equal_the_ordinary_path_bit_for_bit(backend, monkeypatch):
 def test_a_launch_hook_sees_every_launch_of_a_replayable_op(monkeypatch):
     import triton
 
-    calls = _calls(_usable("hopper"), *_setup("hopper"))
+    calls = _calls(H.usable_or_skip("hopper", DEV), *_setup("hopper"))
     for seed in range(3):
         calls["pa_decode"](seed)  # the third call a replay: traced by now
     seen = []

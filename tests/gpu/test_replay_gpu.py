@@ -10,6 +10,8 @@ in place between steps (each step traced again). The CPU tests (tests/test_repla
 import pytest
 import torch
 
+import _helpers as H
+
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 from atom_mxfp4.synthetic import make_request, make_weights
 
@@ -21,14 +23,6 @@ PROMPTS = [1500, 333, 129, 1]
 PAGES = 64
 LAYERS = 4
 
-
-def _usable(backend):
-    if backend == "hopper":
-        from atom_mxfp4.kernels import hopper
-        why = hopper.usable(DEV)
-        if why is not None:
-            pytest.skip(why)
-    return backend
 
 
 def _records(caches):
@@ -45,7 +39,7 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse):
     width = max(-(-(n + 4) // 128) for n in PROMPTS)
     block_table = pages[: len(PROMPTS) * width].view(len(PROMPTS), width).int().contiguous().to(DEV)
     layers = [SparseMXFP4Attention(config, {k: w.to(DEV) for k, w in make_weights(config, seed=20 + i).items()},
-                                   backend=_usable(backend)) for i in range(LAYERS)]
+                                   backend=H.usable_or_skip(backend, DEV)) for i in range(LAYERS)]
     shared = [LayerCaches.allocate(config, PAGES, DEV) for _ in range(LAYERS)]
     own = [LayerCaches.allocate(config, PAGES, DEV) for _ in range(LAYERS)]
     half = [n // 2 for n in PROMPTS]
