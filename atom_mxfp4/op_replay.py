@@ -9,7 +9,10 @@ same launches with other addresses. ``run`` keeps, per key, what those launches 
 launch. The key: the op, the backend, every scalar argument (the plan by identity: a plan never changes, and its
 workspace is its own; a trace holds it by a weak reference, so no plan is kept alive, and a trace whose plan is gone
 is dropped), each tensor argument's signature (``replay.signature``), the stream and whether launches are only
-recorded (``launch.recording``: such a trace names kernels, it has none to launch).
+recorded (``launch.recording``: such a trace names kernels, it has none to launch). The tensors' part is checked by
+torch's C++ ``TensorGuards`` (dtype, device, sizes, strides, dispatch keys: what ``torch.compile`` guards on) and
+their addresses' alignments compared, under a hashed head of the rest and the first tensor's shape: about a quarter
+of the cost of building and hashing the signatures in Python (``_Signatures``, used where torch lacks it).
 
 A key seen once only leaves a mark; the second call with it is traced under a ``replay.Guard``; the third and later
 replay. So calls whose shapes never repeat (a prefill's chunks) pay a dictionary insert, not a trace. A trace is
@@ -46,16 +49,60 @@ from . import launch
 from .replay import REPLAYABLE_BACKENDS, Guard, Spans, _extent, capturing, current_stream, replayable
 
 ENABLED = os.environ.get("ATOM_MXFP4_OP_REPLAY", "1") != "0"
-LIMIT = 256  # traces kept (the least recently used forgotten first)
-MARKS = 4096  # keys seen once, remembered (all forgotten at once past this)
+LIMIT = 256  # heads with traces kept (the least recently used forgotten first)
+PER_HEAD = 8  # traces (or marks) kept per head (the oldest forgotten first)
+MARKS = 4096  # heads with keys seen once, remembered (all forgotten at once past this)
 REFUSED = "refused"
-_traces: OrderedDict = OrderedDict()  # key -> OpTrace or REFUSED
-_marks: set = set()
+_traces: OrderedDict = OrderedDict()  # head -> [[guard, alignments, OpTrace or REFUSED], ...]
+_marks: dict = {}  # head -> [[guard, alignments], ...]: keys seen once
 
 
 def clear() -> None:
     _traces.clear()
     _marks.clear()
+
+
+def traces() -> list:
+    """(head, OpTrace or REFUSED) of every key traced (tests, reports); a head's first item is the op tuple."""
+    return [(head, entry[2]) for head, entries in _traces.items() for entry in entries]
+
+
+def marked() -> int:
+    """How many keys are marked (seen once)."""
+    return sum(len(entries) for entries in _marks.values())
+
+
+class _Signatures:
+    """What ``TensorGuards`` checks (each tensor's dtype, device, dispatch keys, sizes and strides), in Python: where
+    torch has no ``torch._C._dynamo.guards.TensorGuards``."""
+
+    __slots__ = ("signatures",)
+
+    def __init__(self, *tensors):
+        self.signatures = _signatures(tensors)
+
+    def check(self, *tensors) -> bool:
+        return _signatures(tensors) == self.signatures
+
+
+def _signatures(tensors) -> tuple:
+    return tuple([(t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in tensors])
+
+
+try:  # torch's C++ check of tensors' metadata against a first call's (what torch.compile guards on): about 0.1 us
+    # a tensor on the CPU, a fifth of the same check written in Python
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+
+    def _guard(tensors: list):
+        return _TensorGuards(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+
+    _guard([torch.empty(1)]).check(torch.empty(1))
+except Exception:  # noqa: BLE001 - any failure of a private API: the Python check
+    def _guard(tensors: list):
+        return _Signatures(*tensors)
+
+
+_data_ptr = torch.Tensor.data_ptr
 
 
 def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
@@ -65,31 +112,64 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
     first = tensors[0]
     if not ENABLED or backend not in REPLAYABLE_BACKENDS or launch._traced is not None or capturing(first):
         return call()
-    key = (op, backend, id(plan), launch._recorded is None, current_stream(first),  # then each tensor's
-           # replay.signature, written out (per call)
-           *[None if t is None else (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15) for t in tensors])
-    trace = _traces.get(key)
-    if trace is not None:
-        if trace is not REFUSED:
-            if trace.plan is not None and trace.plan() is not plan:  # its plan is gone (another has its id)
-                del _traces[key]
-                return call()
-            result = trace.replay(tensors)
-            if result is not _NOT_RUN:
-                _traces.move_to_end(key)
+    present = [t for t in tensors if t is not None]
+    if len(present) == len(tensors):
+        absent, addresses = (), list(map(_data_ptr, tensors))
+    else:
+        absent = tuple([i for i, t in enumerate(tensors) if t is None])
+        addresses = [0 if t is None else t.data_ptr() for t in tensors]
+    # the key in two parts: a head (hashed) and, per trace under it, a guard of every tensor's metadata and the
+    # addresses' alignments (compared). The first tensor's shape in the head keeps the guards per head few (a
+    # prefill's chunks differ in it)
+    head = (op, backend, id(plan), launch._recorded is None, current_stream(first), absent, first.shape)
+    alignments = tuple([a & 15 for a in addresses])
+    entries = _traces.get(head)
+    if entries is not None:
+        for entry in entries:
+            if entry[1] == alignments and entry[0].check(*present):
+                trace = entry[2]
+                if trace is REFUSED:
+                    return call()
+                if trace.plan is not None and trace.plan() is not plan:  # its plan is gone (another has its id)
+                    entries.remove(entry)
+                    return call()
+                result = trace.replay(tensors, addresses)
+                if result is _NOT_RUN:
+                    return call()
+                _traces.move_to_end(head)
                 return result
-        return call()
-    if key not in _marks:
+    marks = _marks.get(head)
+    if marks is not None:
+        for mark in marks:
+            if mark[1] == alignments and mark[0].check(*present):
+                marks.remove(mark)
+                if not marks:
+                    del _marks[head]
+                return _trace(head, mark, tensors, call, plan)
+    if marks is None:
         if len(_marks) >= MARKS:
             _marks.clear()
-        _marks.add(key)
-        return call()
-    _marks.discard(key)
+        marks = _marks[head] = []
+    elif len(marks) >= PER_HEAD:
+        del marks[0]
+    marks.append([_guard(present), alignments])
+    return call()
+
+
+def _trace(head: tuple, mark: list, tensors: tuple, call, plan):
+    """The second call of a key: ``call()`` traced; its trace (or REFUSED) kept under ``head``."""
+    first = tensors[0]
     with launch.tracing() as traced, Guard(keep_allocations=True) as guard:
         result = call()
     built = None if guard.refused else OpTrace.build(traced, tensors, guard.allocations, plan, result,
                                                      current_stream(first))
-    _traces[key] = REFUSED if built is None else built
+    entries = _traces.get(head)
+    if entries is None:
+        entries = _traces[head] = []
+    elif len(entries) >= PER_HEAD:
+        del entries[0]
+    entries.append([mark[0], mark[1], REFUSED if built is None else built])
+    _traces.move_to_end(head)
     while len(_traces) > LIMIT:
         _traces.popitem(last=False)
     return result
@@ -135,16 +215,16 @@ class OpTrace:
         trace.allocations = tuple((tuple(t.shape), t.stride(), t.dtype, t.device) for t in allocations)
         return trace
 
-    def replay(self, tensors: tuple):
-        """The launches with ``tensors``' addresses and new allocations; the op's result (``_NOT_RUN`` when nothing
-        was launched: a launch hook is set)."""
+    def replay(self, tensors: tuple, addresses: list):
+        """The launches with the addresses of this call's ``tensors`` (``addresses``, 0 for None) and of new
+        allocations; the op's result (``_NOT_RUN`` when nothing was launched: a launch hook is set)."""
         made = [torch.empty_strided(size, stride, dtype=dtype, device=device)
                 for size, stride, dtype, device in self.allocations]
-        bases = list(tensors) + made
-        addresses = [0 if t is None else t.data_ptr() for t in bases]
+        if made:
+            addresses, tensors = addresses + list(map(_data_ptr, made)), tensors + tuple(made)
         if not launch.replay(self.launches, addresses, self.stream):
             return _NOT_RUN
-        return _make_result(self.result, bases)
+        return _make_result(self.result, tensors)
 
 
 def _result_recipe(result, bases: list, spans: Spans):

@@ -179,7 +179,7 @@ def test_mark_then_trace_then_replay(recorded, backend, op):
     call, states = _calls(backend)[op], []
     for _ in range(4):
         kind = _kind(call.fresh()(recorded)[1])
-        states.append((kind, len(op_replay._marks), [type(t).__name__ for t in op_replay._traces.values()]))
+        states.append((kind, op_replay.marked(), [type(t).__name__ for _, t in op_replay.traces()]))
     assert states == [("ordinary", 1, []), ("ordinary", 0, ["OpTrace"]), ("replay", 0, ["OpTrace"]),
                       ("replay", 0, ["OpTrace"])]
 
@@ -238,14 +238,36 @@ def test_another_key_takes_the_ordinary_path(recorded, backend, variant):
     call = _calls(backend)[op]
     _three(recorded, call)
     assert _kind(change(call)(recorded)[1]) == "ordinary"
-    assert len(op_replay._marks) == 1 and len(op_replay._traces) == 1  # marked as a key of its own
+    assert op_replay.marked() == 1 and len(op_replay.traces()) == 1  # marked as a key of its own
     assert _kind(call.fresh()(recorded)[1]) == "replay"  # the old trace still serves its own key
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_python_guard_tells_keys_apart_as_torchs_does(recorded, monkeypatch, variant):
+    """Where torch has no ``TensorGuards`` the key's tensors are compared in Python (``op_replay._Signatures``)."""
+    monkeypatch.setattr(op_replay, "_guard", lambda tensors: op_replay._Signatures(*tensors))
+    op, change = VARIANTS[variant]
+    call = _calls("hopper")[op]
+    _three(recorded, call)
+    assert _kind(change(call)(recorded)[1]) == "ordinary"
+    assert _kind(call.fresh()(recorded)[1]) == "replay"
+
+
+def test_both_guards_accept_and_refuse_the_same_tensors():
+    base = torch.zeros(4, 8, dtype=torch.bfloat16)
+    others = {"same": torch.ones(4, 8, dtype=torch.bfloat16), "shape": torch.zeros(4, 9, dtype=torch.bfloat16),
+              "stride": torch.zeros(4, 16, dtype=torch.bfloat16)[:, :8],
+              "dtype": torch.zeros(4, 8, dtype=torch.float16),
+              "requires_grad": torch.zeros(4, 8, requires_grad=True).bfloat16().detach().requires_grad_()}
+    want = {"same": True, "shape": False, "stride": False, "dtype": False, "requires_grad": False}
+    for guard in (op_replay._guard([base]), op_replay._Signatures(base)):
+        assert {name: guard.check(t) for name, t in others.items()} == want, type(guard).__name__
 
 
 def test_the_triton_dense_attend_never_reaches_op_replay(recorded):
     call = _calls("triton")["attend_dense"]
     assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
-    assert not op_replay._traces and not op_replay._marks
+    assert not op_replay.traces() and not op_replay.marked()
 
 
 def test_a_call_that_launches_nothing_and_runs_torch_work_is_refused(recorded):
@@ -259,7 +281,7 @@ def test_a_call_that_launches_nothing_and_runs_torch_work_is_refused(recorded):
         this.args[0].fill_(1)
         assert _kind(this(recorded)[1]) == "none"
         assert not this.args[0].any(), f"call {i + 1}: out not zeroed (a replay skipped the ordinary path)"
-    assert list(op_replay._traces.values()) == [op_replay.REFUSED]
+    assert [t for _, t in op_replay.traces()] == [op_replay.REFUSED]
 
 
 @pytest.mark.parametrize("backend", ("hopper", "triton"))
@@ -267,7 +289,7 @@ def test_a_table_built_by_torch_is_refused(recorded, backend):
     """index_topk's tiled scorer builds its tile starts with torch ops (tile_starts): refused, never replayed."""
     call = _calls(backend)["index_topk"].fresh(tile_rows=16)
     assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
-    assert list(op_replay._traces.values()) == [op_replay.REFUSED]
+    assert [t for _, t in op_replay.traces()] == [op_replay.REFUSED]
 
 
 @pytest.mark.parametrize("backend", ("hopper", "triton"))
@@ -284,7 +306,7 @@ def test_a_backend_that_launches_with_torch_work_or_a_kept_tensor_is_refused(rec
 
     monkeypatch.setattr(table, "index_topk", patched)
     assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
-    assert list(op_replay._traces.values()) == [op_replay.REFUSED]
+    assert [t for _, t in op_replay.traces()] == [op_replay.REFUSED]
 
 
 @pytest.mark.parametrize("backend", ("hopper", "triton"))
@@ -293,15 +315,15 @@ def test_off_switches(recorded, monkeypatch, backend):
     with monkeypatch.context() as patch:  # ATOM_MXFP4_OP_REPLAY=0
         patch.setattr(op_replay, "ENABLED", False)
         assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
-        assert not op_replay._traces and not op_replay._marks
+        assert not op_replay.traces() and not op_replay.marked()
     _three(recorded, call)
     with launch.tracing():  # a layer step being traced sees every launch: no replay, no new mark or trace
         other = call.fresh(topk=8)
         assert [_kind(c(recorded)[1]) for c in (call.fresh(), other, other, other)] == ["ordinary"] * 4
-    assert len(op_replay._traces) == 1 and not op_replay._marks
+    assert len(op_replay.traces()) == 1 and not op_replay.marked()
     op_replay.clear()
-    assert not op_replay._traces and not op_replay._marks
-    assert _kind(call.fresh()(recorded)[1]) == "ordinary" and len(op_replay._marks) == 1
+    assert not op_replay.traces() and not op_replay.marked()
+    assert _kind(call.fresh()(recorded)[1]) == "ordinary" and op_replay.marked() == 1
 
 
 @pytest.mark.parametrize("backend", ("hopper", "triton"))
@@ -312,7 +334,7 @@ def test_another_plan_is_another_key(recorded, backend):
     plan = ops.plan_pa_decode(first.num_rows, first.max_table_width, first.group, CPU, backend=backend)
     with_plan = call.fresh(plan=plan)
     runs = _three(recorded, with_plan)
-    assert len(op_replay._traces) == 2
+    assert len(op_replay.traces()) == 2
     other = with_plan.fresh()
     ordinary = _ordinary(recorded, other)
     assert_same_launches(ordinary, other, runs[2][1:], runs[2][0])
@@ -374,4 +396,4 @@ def test_build_sparse_tables_is_never_replayed(recorded, backend):
     """One launch behind a short host path: called directly, it takes the ordinary path every time (docs/api.md)."""
     call = _calls(backend)["sparse_tables"]
     assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
-    assert not op_replay._traces and not op_replay._marks
+    assert not op_replay.traces() and not op_replay.marked()
