@@ -32,7 +32,9 @@ Ground floor: imports torch and the errors; triton is imported on the first comp
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import time
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +43,26 @@ from .errors import expect
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PLAIN_ENV = "ATOM_MXFP4_PLAIN_LAUNCH"  # "1": every launch through kernel[grid](...) (Triton's own path), for A/B runs
+# Each specialisation a Launcher compiles (or finds in Triton's caches) is logged when it took at least this many
+# seconds: "1" every one, "0" none; default 0.5 s (a compile; a cache hit takes milliseconds). In a server a compile
+# stalls every request, and the line says which specialisation a warm-up missed
+LOG_COMPILES_ENV = "ATOM_MXFP4_LOG_COMPILES"
+_log = logging.getLogger("atom_mxfp4.launch")
+
+
+def _log_seconds() -> float | None:
+    """The least seconds of a compile that is logged (None: none), from ``LOG_COMPILES_ENV``."""
+    value = os.environ.get(LOG_COMPILES_ENV, "").strip()
+    if value in ("", "default"):
+        return 0.5
+    if value == "1":
+        return 0.0
+    if value == "0":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return 0.5
 
 
 @dataclass(frozen=True)
@@ -198,7 +220,12 @@ class Launcher:
         entry = self._compiled.get(key)
         if entry is None:
             _refuse_host_tensors(self, args)
+            started = time.perf_counter()
             entry = self._compiled[key] = _Compiled.of(self.kernel, grid, args, constexprs, key[0])
+            seconds, least = time.perf_counter() - started, _log_seconds()
+            if least is not None and seconds >= least:
+                _log.info("atom_mxfp4 compiled %s in %.2f s (%d specialisations of it in this process): %s",
+                          self.name, seconds, len(self._compiled), describe(self.kernel, args, constexprs))
         return entry
 
     def _launch(self, grid, cluster: int, extra_shared: int, fits, args: tuple, constexprs: dict):
@@ -225,6 +252,27 @@ class Launcher:
         if _traced is not None:
             _traced.append(Traced(entry, (tuple(grid) + (1, 1))[:3], values + tail, args + tail, metadata, cluster))
         return entry.run(grid, values + tail, args + tail, metadata)
+
+
+def describe(kernel, args: tuple, constexprs: dict) -> str:
+    """A launch's specialisation in words: each integer argument that is 1 (``name=1``) or a multiple of 16
+    (``name%16``), each tensor's dtype and whether its address is off 16 bytes, then the constexprs by value."""
+    names = list(getattr(kernel, "arg_names", None) or [])
+    names += [f"argument {i}" for i in range(len(names), len(args))]
+    parts = []
+    for name, arg in zip(names, args):
+        if type(arg) is int:
+            if arg == 1:
+                parts.append(f"{name}=1")
+            elif arg % 16 == 0:
+                parts.append(f"{name}%16")
+            if not INT32_MIN <= arg <= INT32_MAX:
+                parts.append(f"{name}>int32")
+        elif isinstance(arg, _Tensor):
+            off = "" if arg.data_ptr() % 16 == 0 else " off 16 B"
+            parts.append(f"{name}:{str(arg.dtype).replace('torch.', '')}{off}")
+    parts += [f"{name}={value}" for name, value in constexprs.items()]
+    return " ".join(parts)
 
 
 def _refuse_host_tensors(launch: Launcher, args: tuple) -> None:

@@ -84,6 +84,29 @@ def test_a_launch_compiles_once_per_specialisation_and_passes_arguments_in_the_k
     assert len(kernel.compiled) == 7
 
 
+def test_each_compiled_specialisation_is_logged_by_name_and_kind(fake_device, monkeypatch, caplog):
+    """A compile inside a server stalls every request: the launcher says which specialisation it compiled
+    (``ATOM_MXFP4_LOG_COMPILES``: "1" every one, "0" none, unset those of 0.5 s or more)."""
+    kernel, x = _Kernel(), torch.zeros(64)
+    run = launch.Launcher(kernel)
+    caplog.set_level("INFO", logger="atom_mxfp4.launch")
+    monkeypatch.setenv(launch.LOG_COMPILES_ENV, "1")
+    run[(1,)](x, 16, 0.5, BLOCK=32, FLAG=True)
+    run[(1,)](x, 32, 0.5, BLOCK=32, FLAG=True)  # the same specialisation: no compile, no line
+    run[(1,)](x[1:], 1, 0.5, BLOCK=32, FLAG=True)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert all(line.startswith("atom_mxfp4 compiled kernel in ") for line in lines), lines
+    assert lines[0].endswith("x_ptr:float32 n%16 BLOCK=32 FLAG=True"), lines[0]
+    assert lines[1].endswith("x_ptr:float32 off 16 B n=1 BLOCK=32 FLAG=True"), lines[1]
+    assert "(2 specialisations of it in this process)" in lines[1]
+    caplog.clear()
+    for value in ("0", ""):  # off; the default logs only compiles of 0.5 s or more (this stand-in takes none)
+        monkeypatch.setenv(launch.LOG_COMPILES_ENV, value)
+        run[(1,)](x, 5, 0.5, BLOCK=64 if value else 128, FLAG=True)
+    assert not caplog.records and len(kernel.compiled) == 4
+
+
 def test_a_cluster_launch_asks_whether_it_fits_and_passes_the_cluster_shape(fake_device):
     kernel = _Kernel()
     run = launch.Launcher(kernel)

@@ -141,12 +141,19 @@ def test_compiles_inside_a_run_are_counted_and_reported():
            "[2026-12-07 13:04:01] Decode batch, #running-req: 1\n"
            "[2026-12-07 13:04:06] Triton kernel '_score_kernel' took 0.50 s to compile after serving started. x\n"
            "[2026-12-07 13:04:07] Triton kernel '_topk_index_kernel' took 1.06 s to compile after serving started. x\n")
+    log += ("[2026-12-07 13:04:07] atom_mxfp4 compiled _pa_decode_kernel in 2.41 s (3 specialisations of it in this "
+            "process): out_ptr:bfloat16 num_kv_heads=1 num_splits%16 SPLIT=True TAIL=0\n")
     found = compiles(log)
-    assert found == {"compiles": 3, "compile_seconds": 9.5, "compiled": {"_topk_index_kernel": 2, "_score_kernel": 1}}
-    assert compiles("[..] Decode batch\n") == {"compiles": 0, "compile_seconds": 0.0, "compiled": {}}
+    assert found == {"compiles": 3, "compile_seconds": 9.5, "compiled": {"_topk_index_kernel": 2, "_score_kernel": 1},
+                     "specialisations": ["_pa_decode_kernel (2.41 s): out_ptr:bfloat16 num_kv_heads=1 num_splits%16 "
+                                         "SPLIT=True TAIL=0"]}
+    assert compiles("[..] Decode batch\n") == {"compiles": 0, "compile_seconds": 0.0, "compiled": {},
+                                               "specialisations": []}
     results = RESULTS + [_run("mxfp4", 2048, 1, 100.0, 1, **found)]
     assert ("Triton compiles inside timed runs (each stalls the server): mxfp4 2048x1: 3 (9.5 s: _score_kernel, "
             "_topk_index_kernel)") in report_tables(results)
+    assert ("- mxfp4 2048x1, ours: _pa_decode_kernel (2.41 s): out_ptr:bfloat16 num_kv_heads=1 num_splits%16 "
+            "SPLIT=True TAIL=0") in report_tables(results)
 
 
 def test_capacity_run_with_known_bytes_per_token_and_a_longer_output(tmp_path, monkeypatch):

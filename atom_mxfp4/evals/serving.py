@@ -57,6 +57,9 @@ WARMUP_VOCAB = 256  # warm-up prompt ids below this (every test tokenizer has th
 # (sglang.srt.utils.triton_load_watch); the bench servers log every one, and each run counts those inside it
 COMPILE_LOG_SECONDS = "0.05"
 COMPILE_LINE = re.compile(r"Triton kernel '([^']+)' took ([0-9.]+) s to compile after serving started")
+# our launcher's line for each specialisation it compiles (atom_mxfp4.launch, ATOM_MXFP4_LOG_COMPILES): which one
+SPECIALISATION_LINE = re.compile(r"atom_mxfp4 compiled (\S+) in ([0-9.]+) s \(\d+ specialisations? of it in this "
+                                 r"process\): ([^\n]*)")
 
 
 def client_command(url: str, model: str, input_len: int, output_len: int, concurrency: int, prompts: int,
@@ -150,11 +153,14 @@ def compiles(log: str) -> dict:
     kernels (a compile inside a timed run stalls every request in it)."""
     found = COMPILE_LINE.findall(log)
     return {"compiles": len(found), "compile_seconds": round(sum(float(seconds) for _, seconds in found), 2),
-            "compiled": dict(collections.Counter(name for name, _ in found))}
+            "compiled": dict(collections.Counter(name for name, _ in found)),
+            "specialisations": [f"{name} ({seconds} s): {spec}" for name, seconds, spec in
+                                SPECIALISATION_LINE.findall(log)]}
 
 
 def _start(kv: str, model: str, common: list[str], extra: list[str], out: Path, port: int, timeout: float) -> tuple:
-    env = {**os.environ, "SGLANG_TRITON_SLOW_COMPILE_THRESHOLD_SECS": COMPILE_LOG_SECONDS}
+    env = {**os.environ, "SGLANG_TRITON_SLOW_COMPILE_THRESHOLD_SECS": COMPILE_LOG_SECONDS,
+           "ATOM_MXFP4_LOG_COMPILES": COMPILE_LOG_SECONDS}  # and which specialisation of ours (launch.describe)
     server = Server(["--model-path", model] + common + KV_ARGS[kv] + extra, env,
                     out / f"server-{kv}-{port}.log", port=port).start()
     try:  # a start that fails, times out or is interrupted (SIGTERM) leaves no server holding the port and the GPU
@@ -309,6 +315,8 @@ def report_tables(results: list[dict]) -> str:
         lines += ["", "Triton compiles inside timed runs (each stalls the server): "
                   + "; ".join(f"{r['kv']} {r['input_len']}x{r['concurrency']}: {r['compiles']} ({r['compile_seconds']} "
                               f"s: {', '.join(sorted(r['compiled']))})" for r in stalled)]
+        lines += [f"- {r['kv']} {r['input_len']}x{r['concurrency']}, ours: {spec}" for r in stalled
+                  for spec in r.get("specialisations", [])]
     failed = [r for r in results if "error" in r]
     if failed:
         lines += ["", f"{len(failed)} run(s) failed: "
