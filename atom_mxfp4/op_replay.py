@@ -97,9 +97,12 @@ try:  # torch's C++ check of tensors' metadata against a first call's (what torc
         return _TensorGuards(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
 
     _guard([torch.empty(1)]).check(torch.empty(1))
+    GUARD = "TensorGuards"
 except Exception:  # noqa: BLE001 - any failure of a private API: the Python check
     def _guard(tensors: list):
         return _Signatures(*tensors)
+
+    GUARD = "python"  # which check this process uses (benchmarks report it)
 
 
 _data_ptr = torch.Tensor.data_ptr

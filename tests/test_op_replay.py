@@ -253,6 +253,12 @@ def test_the_python_guard_tells_keys_apart_as_torchs_does(recorded, monkeypatch,
     assert _kind(call.fresh()(recorded)[1]) == "replay"
 
 
+def test_this_torch_has_the_cpp_guard():
+    """torch 2.13 (CI) has ``TensorGuards``: a change of torch that loses it shows here, not as a slower replay."""
+    assert op_replay.GUARD == "TensorGuards" and not isinstance(op_replay._guard([torch.zeros(1)]),
+                                                                 op_replay._Signatures)
+
+
 def test_both_guards_accept_and_refuse_the_same_tensors():
     base = torch.zeros(4, 8, dtype=torch.bfloat16)
     others = {"same": torch.ones(4, 8, dtype=torch.bfloat16), "shape": torch.zeros(4, 9, dtype=torch.bfloat16),

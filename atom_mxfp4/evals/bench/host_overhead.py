@@ -327,7 +327,8 @@ def main(argv=None) -> int:
     here = set(available_backends(device))
     report = {"label": args.label, "commit": args.commit, "gpu": torch.cuda.get_device_name(device),
               "date": time.strftime("%Y-%m-%d"), "command": "python3 atom_mxfp4/evals/bench/host_overhead.py " +
-              " ".join(argv if argv is not None else sys.argv[1:]), "rows": []}
+              " ".join(argv if argv is not None else sys.argv[1:]), "rows": [], "op_replay_guard": _guard_kind()}
+    print(f"op replay's tensor check: {report['op_replay_guard']}")
     for backend in args.backends.split(","):
         if backend not in here:
             print(f"backend {backend} does not run here ({sorted(here)}): skipped")
@@ -336,6 +337,15 @@ def main(argv=None) -> int:
             report["rows"] += measure(backend, batch, args.context, args.calls, device,
                                       args.profile if batch == max(int(b) for b in args.batches.split(",")) else None)
     return _write(args, report)
+
+
+def _guard_kind() -> str | None:
+    """Which tensor check op replay uses in this process (None: a tree without op replay or without the report)."""
+    try:
+        from atom_mxfp4 import op_replay
+    except ImportError:
+        return None
+    return getattr(op_replay, "GUARD", None)
 
 
 def _recorded(args, argv) -> int:
