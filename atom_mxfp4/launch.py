@@ -43,26 +43,26 @@ from .errors import expect
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PLAIN_ENV = "ATOM_MXFP4_PLAIN_LAUNCH"  # "1": every launch through kernel[grid](...) (Triton's own path), for A/B runs
-# Each specialisation a Launcher compiles (or finds in Triton's caches) is logged when it took at least this many
-# seconds: "1" every one, "0" none; default 0.5 s (a compile; a cache hit takes milliseconds). In a server a compile
-# stalls every request, and the line says which specialisation a warm-up missed
+# Each specialisation a Launcher compiles (or finds in Triton's caches) in 0.5 s or more is logged at DEBUG; with
+# ATOM_MXFP4_LOG_COMPILES set, at INFO: "1" every one, a number those of at least that many seconds, "0" none. In a
+# server a compile stalls every request (SGLang names the kernel); the line says which specialisation it was
 LOG_COMPILES_ENV = "ATOM_MXFP4_LOG_COMPILES"
 _log = logging.getLogger("atom_mxfp4.launch")
 
 
-def _log_seconds() -> float | None:
-    """The least seconds of a compile that is logged (None: none), from ``LOG_COMPILES_ENV``."""
+def _log_rule() -> tuple[int, float] | None:
+    """(logging level, the least seconds of a compile logged) from ``LOG_COMPILES_ENV``; None: not logged."""
     value = os.environ.get(LOG_COMPILES_ENV, "").strip()
-    if value in ("", "default"):
-        return 0.5
-    if value == "1":
-        return 0.0
+    if value == "":
+        return logging.DEBUG, 0.5
     if value == "0":
         return None
+    if value == "1":
+        return logging.INFO, 0.0
     try:
-        return float(value)
+        return logging.INFO, float(value)
     except ValueError:
-        return 0.5
+        return logging.INFO, 0.5
 
 
 @dataclass(frozen=True)
@@ -222,10 +222,10 @@ class Launcher:
             _refuse_host_tensors(self, args)
             started = time.perf_counter()
             entry = self._compiled[key] = _Compiled.of(self.kernel, grid, args, constexprs, key[0])
-            seconds, least = time.perf_counter() - started, _log_seconds()
-            if least is not None and seconds >= least:
-                _log.info("atom_mxfp4 compiled %s in %.2f s (%d specialisations of it in this process): %s",
-                          self.name, seconds, len(self._compiled), describe(self.kernel, args, constexprs))
+            seconds, rule = time.perf_counter() - started, _log_rule()
+            if rule is not None and seconds >= rule[1] and _log.isEnabledFor(rule[0]):
+                _log.log(rule[0], "atom_mxfp4 compiled %s in %.2f s (%d specialisations of it in this process): %s",
+                         self.name, seconds, len(self._compiled), describe(self.kernel, args, constexprs))
         return entry
 
     def _launch(self, grid, cluster: int, extra_shared: int, fits, args: tuple, constexprs: dict):

@@ -86,7 +86,7 @@ def test_a_launch_compiles_once_per_specialisation_and_passes_arguments_in_the_k
 
 def test_each_compiled_specialisation_is_logged_by_name_and_kind(fake_device, monkeypatch, caplog):
     """A compile inside a server stalls every request: the launcher says which specialisation it compiled
-    (``ATOM_MXFP4_LOG_COMPILES``: "1" every one, "0" none, unset those of 0.5 s or more)."""
+    (``ATOM_MXFP4_LOG_COMPILES``: "1" every one at INFO, "0" none; unset: those of 0.5 s or more, at DEBUG)."""
     kernel, x = _Kernel(), torch.zeros(64)
     run = launch.Launcher(kernel)
     caplog.set_level("INFO", logger="atom_mxfp4.launch")
@@ -101,10 +101,26 @@ def test_each_compiled_specialisation_is_logged_by_name_and_kind(fake_device, mo
     assert lines[1].endswith("x_ptr:float32 off 16 B n=1 BLOCK=32 FLAG=True"), lines[1]
     assert "(2 specialisations of it in this process)" in lines[1]
     caplog.clear()
-    for value in ("0", ""):  # off; the default logs only compiles of 0.5 s or more (this stand-in takes none)
+    for value in ("0", "", "30"):  # off; unset and "30": only compiles of 0.5 / 30 s or more (this stand-in: none)
         monkeypatch.setenv(launch.LOG_COMPILES_ENV, value)
-        run[(1,)](x, 5, 0.5, BLOCK=64 if value else 128, FLAG=True)
-    assert not caplog.records and len(kernel.compiled) == 4
+        run[(1,)](x, 5, 0.5, BLOCK=len(value) + 64, FLAG=True)
+    assert not caplog.records and len(kernel.compiled) == 5
+    monkeypatch.delenv(launch.LOG_COMPILES_ENV)
+    monkeypatch.setattr(kernel, "warmup", _slow(kernel.warmup, monkeypatch))  # a compile of 0.6 s: logged at DEBUG
+    caplog.set_level("DEBUG", logger="atom_mxfp4.launch")
+    run[(1,)](x, 5, 0.5, BLOCK=256, FLAG=True)
+    assert [r.levelname for r in caplog.records] == ["DEBUG"] and "BLOCK=256" in caplog.records[0].getMessage()
+
+
+def _slow(warmup, monkeypatch):
+    """``warmup`` as if it took 0.6 s (the launcher's clock moved on by that much while it ran)."""
+    clock = [0.0]
+    monkeypatch.setattr(launch.time, "perf_counter", lambda: clock[0])
+
+    def slow(*args, **kwargs):
+        clock[0] += 0.6
+        return warmup(*args, **kwargs)
+    return slow
 
 
 def test_a_cluster_launch_asks_whether_it_fits_and_passes_the_cluster_shape(fake_device):
