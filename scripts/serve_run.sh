@@ -149,8 +149,10 @@ elif [ "$MODE" = speed ]; then
     kv="--kv-cache-dtype mxfp4"; case " $flags " in *" --kv-cache-dtype "*) kv="" ;; esac  # a server's own dtype
     site=$SITE; [ "${label#base-}" != "$label" ] && site=/tmp/sgl_site_base  # the server's package; the driver: ours
     # the server's PYTHONPATH: the environment's (tests/sglang_env's stand-ins first), with its site swapped in
+    # ATOM_MXFP4_HOST_METER: our servers log their host time per batch (model_patches/sglang/meter.py), read back
+    # per decode run (serve_check.host_time); a tree without the meter ignores it
     timeout ${T_SPEED:-240} $CHECK --label speed-$label --scenarios startup,speed \
-      --server-env "PYTHONPATH=${PYTHONPATH/$SITE/$site}" \
+      --server-env "PYTHONPATH=${PYTHONPATH/$SITE/$site}" --server-env "ATOM_MXFP4_HOST_METER=${SPEED_METER:-50}" \
       -- $COMMON $kv $flags || STATUS=1
   done
   python3 - "$RES" "${BASE_COMMIT:-base}" <<'PY' || STATUS=1
@@ -179,6 +181,15 @@ for prefix in ("", "bf16-"):  # ours; SGLang's own bf16 path where SPEED_SERVERS
                      f"{graphs[k]['output_tokens_per_s'] / eager[k]['output_tokens_per_s']:.2f}x (tokens/s), "
                      f"{eager[k]['ms_per_output_token'] / graphs[k]['ms_per_output_token']:.2f}x (ms per output token)")
     lines.append(f"{prefix}TTFT 8K: eager / graphs = {eager['ttft_8192_ms'] / graphs['ttft_8192_ms']:.2f}x")
+ours = [(label, k, run["scenarios"]["speed"][k]["atom_host_us_per_decode_batch"]) for label, run in runs.items()
+        for k in keys[:2] if "atom_host_us_per_decode_batch" in run.get("scenarios", {}).get("speed", {}).get(k, {})]
+if ours:  # how much of a decode step's host time is our backend's (ATOM_MXFP4_HOST_METER)
+    lines += ["", "| server | decode run | our host us per decode batch (metadata + attention) | layers | of the ms per "
+              "output token |", "|---|---|---:|---:|---:|"]
+    for label, k, t in ours:
+        step = runs[label]["scenarios"]["speed"][k]["ms_per_output_token"]
+        lines.append(f"| {label} | {k} | {t['total_us']} ({t['metadata_us']} + {t['attention_us']}) | {t['layers']} "
+                     f"| {t['total_us'] / 1e3 / step:.1%} |")
 (res / "speed.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

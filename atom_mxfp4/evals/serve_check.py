@@ -34,6 +34,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..model_patches.sglang import meter
 from .serve_client import PAGE, Context, Server, call, generate, load, prompt, stream, wait_idle
 from .serve_pressure import CHECKS as PRESSURE_CHECKS
 
@@ -204,6 +205,17 @@ def decode_rate(runs: list[dict], offsets: list[float]) -> dict:
             "first_token_spread_ms": round(1e3 * (start - min(firsts)), 2)}
 
 
+def host_time(log: str) -> dict | None:
+    """Our host time per decode batch from the server's ``ATOM_MXFP4_HOST_METER`` lines in ``log`` (meter.py): the
+    mean over their decode batches of metadata, attention and their sum (us), the layers a batch; None without."""
+    lines = [line["decode"] for line in meter.parse(log) if line["decode"]["batches"]]
+    batches = sum(line["batches"] for line in lines)
+    if not batches:
+        return None
+    return {"batches": batches, **{key: round(sum(line[key] * line["batches"] for line in lines) / batches, 1)
+                                   for key in ("metadata_us", "attention_us", "total_us", "layers")}}
+
+
 def s_speed(ctx: Context) -> dict:
     """What a user of the server measures (issue 39: graphs on against off): decode output tokens/s with
     SPEED_CONCURRENCY requests at once (each SPEED_PROMPT prompt tokens, SPEED_OUTPUT output tokens, greedy,
@@ -226,11 +238,15 @@ def s_speed(ctx: Context) -> dict:
             offset = time.perf_counter() - origin
             return offset, _timed_stream(url, ids, SPEED_OUTPUT)
 
+        log_start = len(ctx.server.log())
         with ThreadPoolExecutor(concurrency) as pool:
             done = list(pool.map(timed, prompts))
         runs, offsets = [run for _, run in done], [offset for offset, _ in done]
         ok &= all(r["finished"] and r["tokens"] == SPEED_OUTPUT for r in runs)
         record[f"decode_c{concurrency}"] = decode_rate(runs, offsets)
+        ours = host_time(ctx.server.log()[log_start:])
+        if ours:
+            record[f"decode_c{concurrency}"]["atom_host_us_per_decode_batch"] = ours
     for length in SPEED_TTFT:
         stream(url, prompt(rng, length, ctx.vocab), 1)  # warm-up of this prompt length
         times = [_timed_stream(url, prompt(rng, length, ctx.vocab), 1)["ttft"] for _ in range(3)]

@@ -33,6 +33,7 @@ from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
 from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, pages_for
 
+from . import meter
 from .geometry import check_model
 from .pool import MXFP4MiniMaxKVPool
 from .targets import T_ATTENTION_FORWARD, T_BACKEND_WRAPPER, attn_tp_size, hook_applied
@@ -96,6 +97,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         self._caches: dict[int, LayerCaches] = {}  # layer id -> its cache views (the pool's records never move)
         self._decode_buffers: dict[int, AttentionMetadata] = {}
         self._decode_plans: dict = {}  # AttentionMetadata.plans of every decode buffer: one plan for all sizes
+        batches = meter.every()  # ATOM_MXFP4_HOST_METER: our host time per batch, logged (meter.py)
+        if batches:
+            meter.HostMeter(batches).install(self)
 
     # ---- metadata ----
     def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
