@@ -8,14 +8,15 @@ same launches with other addresses. ``run`` keeps, per key, what those launches 
 (``launch.tracing``) and replays them: per launch the traced values with this call's addresses put in, and the C
 launch. The key: the op, the backend, every scalar argument (the plan by identity: a plan never changes, and its
 workspace is its own; a trace holds it by a weak reference, so no plan is kept alive, and a trace whose plan is gone
-is dropped), each tensor argument's signature (``replay.signature``), the stream and whether launches are only
-recorded (``launch.recording``: such a trace names kernels, it has none to launch). The tensors' part is checked by
-torch's C++ ``TensorGuards`` (dtype, device, sizes, strides, dispatch keys: what ``torch.compile`` guards on) and
-their addresses' alignments compared, under a hashed head of the rest and the first tensor's shape: about a quarter
-of the cost of building and hashing the signatures in Python (``_Signatures``, used where torch lacks it).
+is dropped), each tensor argument's signature (shape, strides, dtype, device, 16-byte alignment), the stream and
+whether launches are only recorded (``launch.recording``: such a trace names kernels, it has none to launch). The
+tensors' part is checked by torch's C++ ``TensorGuards`` (dtype, device, sizes, strides, dispatch keys: what
+``torch.compile`` guards on) and their addresses' alignments compared, under a hashed head of the rest and the first
+tensor's shape: about a quarter of the cost of building and hashing the signatures in Python (``_Signatures``, used
+where torch lacks it).
 
 A key seen once only leaves a mark; the second call with it is traced under a ``replay.Guard``; the third and later
-replay. So calls whose shapes never repeat (a prefill's chunks) pay a dictionary insert, not a trace. A trace is
+replay. So calls whose shapes never repeat (a prefill's chunks) pay a mark (a guard made), not a trace. A trace is
 kept only where a replay is exactly the call it stands for, else the key is marked refused (its calls take the
 ordinary path):
 
