@@ -44,8 +44,9 @@ from .errors import expect
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 PLAIN_ENV = "ATOM_MXFP4_PLAIN_LAUNCH"  # "1": every launch through kernel[grid](...) (Triton's own path), for A/B runs
 # Each specialisation a Launcher compiles (or finds in Triton's caches) in 0.5 s or more is logged at DEBUG; with
-# ATOM_MXFP4_LOG_COMPILES set, at INFO: "1" every one, a number those of at least that many seconds, "0" none. In a
-# server a compile stalls every request (SGLang names the kernel); the line says which specialisation it was
+# ATOM_MXFP4_LOG_COMPILES set, at INFO: "1" every one (not "1 s"), another number those of at least that many
+# seconds, "0" none; anything else is refused by name at the first compile. In a server a compile stalls every
+# request (SGLang names the kernel); the line says which specialisation it was
 LOG_COMPILES_ENV = "ATOM_MXFP4_LOG_COMPILES"
 _log = logging.getLogger("atom_mxfp4.launch")
 
@@ -60,9 +61,11 @@ def _log_rule() -> tuple[int, float] | None:
     if value == "1":
         return logging.INFO, 0.0
     try:
-        return logging.INFO, float(value)
+        seconds = float(value)
     except ValueError:
-        return logging.INFO, 0.5
+        seconds = -1.0
+    expect(seconds >= 0, LOG_COMPILES_ENV, "unset, 0 (off), 1 (every compile) or the least seconds logged", repr(value))
+    return logging.INFO, seconds
 
 
 @dataclass(frozen=True)

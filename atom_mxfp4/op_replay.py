@@ -51,7 +51,8 @@ from .replay import REPLAYABLE_BACKENDS, Guard, Spans, _extent, capturing, curre
 
 ENABLED = os.environ.get("ATOM_MXFP4_OP_REPLAY", "1") != "0"
 LIMIT = 256  # heads with traces kept (the least recently used forgotten first)
-PER_HEAD = 8  # traces (or marks) kept per head (the oldest forgotten first)
+PER_HEAD = 8  # traces (or marks) kept per head (the least recently used / the oldest forgotten first): at most
+# LIMIT * PER_HEAD traces
 MARKS = 4096  # heads with keys seen once, remembered (all forgotten at once past this)
 REFUSED = "refused"
 _traces: OrderedDict = OrderedDict()  # head -> [[guard, alignments, OpTrace or REFUSED], ...]
@@ -135,20 +136,22 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
                 if trace is REFUSED:
                     return call()
                 if trace.plan is not None and trace.plan() is not plan:  # its plan is gone (another has its id)
-                    entries.remove(entry)
+                    _forget(_traces, head, entries, entry)
                     return call()
                 result = trace.replay(tensors, addresses)
                 if result is _NOT_RUN:
                     return call()
                 _traces.move_to_end(head)
+                if entries[-1] is not entry and _forget(_traces, head, entries, entry):  # the head's most recent last
+                    entries.append(entry)
+                    _traces[head] = entries
                 return result
     marks = _marks.get(head)
     if marks is not None:
         for mark in marks:
             if mark[1] == alignments and mark[0].check(*present):
-                marks.remove(mark)
-                if not marks:
-                    del _marks[head]
+                if not _forget(_marks, head, marks, mark):
+                    return call()  # another thread took this mark between the check and here: it traces
                 return _trace(head, mark, tensors, call, plan)
     if marks is None:
         if len(_marks) >= MARKS:
@@ -158,6 +161,17 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
         del marks[0]
     marks.append([_guard(present), alignments])
     return call()
+
+
+def _forget(table: dict, head: tuple, items: list, item: list) -> bool:
+    """``item`` out of ``table[head]`` (the head too once empty); False where it was gone already (another thread)."""
+    try:
+        items.remove(item)
+    except ValueError:
+        return False
+    if not items:
+        table.pop(head, None)
+    return True
 
 
 def _trace(head: tuple, mark: list, tensors: tuple, call, plan):

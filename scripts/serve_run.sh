@@ -184,7 +184,9 @@ for prefix in ("", "bf16-"):  # ours; SGLang's own bf16 path where SPEED_SERVERS
 ours = [(label, k, run["scenarios"]["speed"][k]["atom_host_us_per_decode_batch"]) for label, run in runs.items()
         for k in keys[:2] if "atom_host_us_per_decode_batch" in run.get("scenarios", {}).get("speed", {}).get(k, {})]
 if ours:  # how much of a decode step's host time is our backend's (ATOM_MXFP4_HOST_METER)
-    lines += ["", "| server | decode run | our host us per decode batch (metadata + attention) | layers | of the ms per "
+    lines += ["", "Our host time per decode batch (a graph server replays the attention inside its graph: metadata "
+              "only, 0 layers)", "",
+              "| server | decode run | our host us per decode batch (metadata + attention) | layers | of the ms per "
               "output token |", "|---|---|---:|---:|---:|"]
     for label, k, t in ours:
         step = runs[label]["scenarios"]["speed"][k]["ms_per_output_token"]

@@ -101,15 +101,18 @@ def test_each_compiled_specialisation_is_logged_by_name_and_kind(fake_device, mo
     assert lines[1].endswith("x_ptr:float32 off 16 B n=1 BLOCK=32 FLAG=True"), lines[1]
     assert "(2 specialisations of it in this process)" in lines[1]
     caplog.clear()
+    caplog.set_level("DEBUG", logger="atom_mxfp4.launch")
     for value in ("0", "", "30"):  # off; unset and "30": only compiles of 0.5 / 30 s or more (this stand-in: none)
         monkeypatch.setenv(launch.LOG_COMPILES_ENV, value)
         run[(1,)](x, 5, 0.5, BLOCK=len(value) + 64, FLAG=True)
     assert not caplog.records and len(kernel.compiled) == 5
     monkeypatch.delenv(launch.LOG_COMPILES_ENV)
     monkeypatch.setattr(kernel, "warmup", _slow(kernel.warmup, monkeypatch))  # a compile of 0.6 s: logged at DEBUG
-    caplog.set_level("DEBUG", logger="atom_mxfp4.launch")
     run[(1,)](x, 5, 0.5, BLOCK=256, FLAG=True)
     assert [r.levelname for r in caplog.records] == ["DEBUG"] and "BLOCK=256" in caplog.records[0].getMessage()
+    monkeypatch.setenv(launch.LOG_COMPILES_ENV, "fast")  # refused by name, not read as a default
+    with pytest.raises(ValueError, match="ATOM_MXFP4_LOG_COMPILES.*'fast'"):
+        run[(1,)](x, 5, 0.5, BLOCK=512, FLAG=True)
 
 
 def _slow(warmup, monkeypatch):

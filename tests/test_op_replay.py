@@ -253,6 +253,33 @@ def test_the_python_guard_tells_keys_apart_as_torchs_does(recorded, monkeypatch,
     assert _kind(call.fresh()(recorded)[1]) == "replay"
 
 
+def test_a_head_keeps_its_most_recently_replayed_traces(recorded, monkeypatch):
+    """Traces under one head (the same op, scalars and first tensor's shape; here qkv's strides and alignment
+    differ) are at most PER_HEAD: the least recently replayed one goes first."""
+    monkeypatch.setattr(op_replay, "PER_HEAD", 2)
+    call = _calls("hopper")["write"]
+    strided, misaligned = VARIANTS["qkv stride"][1], VARIANTS["qkv alignment"][1]
+    _three(recorded, call)
+    for _ in range(3):
+        strided(call)(recorded)
+    assert len(op_replay.traces()) == 2
+    assert _kind(call.fresh()(recorded)[1]) == "replay"  # the base trace is now the head's most recent
+    for _ in range(3):
+        misaligned(call)(recorded)  # a third trace: the strided one, least recently replayed, is forgotten
+    assert len(op_replay.traces()) == 2
+    assert _kind(call.fresh()(recorded)[1]) == "replay"
+    assert _kind(strided(call)(recorded)[1]) == "ordinary"
+
+
+def test_a_mark_or_trace_another_thread_took_is_not_an_error():
+    """Two threads making the second call of one key both match its mark; the one that finds it gone takes the
+    ordinary path (``_forget`` says False) instead of raising from ``list.remove``."""
+    table, item = {"head": []}, ["guard", ()]
+    table["head"].append(item)
+    assert op_replay._forget(table, "head", table["head"], item) and "head" not in table
+    assert not op_replay._forget(table, "head", [], item)
+
+
 def test_this_torch_has_the_cpp_guard():
     """torch 2.13 (CI) has ``TensorGuards``: a change of torch that loses it shows here, not as a slower replay."""
     assert op_replay.GUARD == "TensorGuards" and not isinstance(op_replay._guard([torch.zeros(1)]),

@@ -38,15 +38,18 @@ def test_requests_at_once_read_their_sum():
 
 def test_our_host_time_per_decode_batch_is_read_from_the_meter_lines():
     """The speed run's servers log ATOM_MXFP4_HOST_METER lines; a decode run's share is their decode batches' mean,
-    weighted by batches (lines with no decode batch left out); none without lines."""
+    weighted by batches (lines with no decode batch left out, and the window's first line: it may hold batches from
+    before the window); none without lines."""
     from atom_mxfp4.evals.serve_check import host_time
 
     line = ("[t] atom_mxfp4 host time, last {n} batches: decode {d} (metadata {m} us + attention {a} us over 4.0 "
             "layers = {t} us a batch); extend 0\n")
-    log = (line.format(n=50, d=50, m=40.0, a=160.0, t=200.0) + "[t] Decode batch\n"
+    log = (line.format(n=50, d=50, m=9000.0, a=1.0, t=9001.0)  # the first: a warm-up's compile in it
+           + line.format(n=50, d=50, m=40.0, a=160.0, t=200.0) + "[t] Decode batch\n"
            + line.format(n=25, d=25, m=70.0, a=230.0, t=300.0)
            + "[t] atom_mxfp4 host time, last 3 batches: decode 0; extend 3 (metadata 1.0 us + attention 2.0 us over "
              "2.0 layers = 3.0 us a batch)\n")
     assert host_time(log) == {"batches": 75, "metadata_us": 50.0, "attention_us": 183.3, "total_us": 233.3,
                               "layers": 4.0}
     assert host_time("[t] Decode batch\n") is None
+    assert host_time(line.format(n=50, d=50, m=40.0, a=160.0, t=200.0)) is None  # a first line alone

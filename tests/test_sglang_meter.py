@@ -15,8 +15,8 @@ import torch
 
 from atom_mxfp4.model_patches.sglang import meter
 
-if importlib.util.find_spec("sglang") is None:
-    pytest.skip("SGLang is not installed (scripts/install.d/30-sglang.sh installs it)", allow_module_level=True)
+needs_sglang = pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
+                                  reason="SGLang is not installed (scripts/install.d/30-sglang.sh installs it)")
 
 
 class _Mode:
@@ -33,7 +33,7 @@ class _Backend:
     def __init__(self, clock):
         self.clock = clock
 
-    def init_forward_metadata_out_graph(self, forward_batch):
+    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
         self.clock[0] += 30e-6
 
     def init_forward_metadata_in_graph(self, forward_batch):
@@ -48,6 +48,7 @@ def test_the_meter_adds_each_part_per_batch_kind_and_logs_every_n_batches(caplog
     backend = _Backend(clock)
     meter.HostMeter(3, clock=lambda: clock[0]).install(backend)
     caplog.set_level("INFO", logger=meter.logger.name)
+    backend.init_forward_metadata_out_graph(SimpleNamespace(forward_mode=_Mode(True)), in_capture=True)  # not counted
     for decode, layers in ((True, 4), (True, 4), (False, 2), (True, 4)):  # the fourth batch ends the first three
         batch = SimpleNamespace(forward_mode=_Mode(decode))
         backend.init_forward_metadata_out_graph(batch)
@@ -75,6 +76,7 @@ def test_a_bad_setting_is_refused_by_name(monkeypatch, value):
         meter.every()
 
 
+@needs_sglang
 def test_off_wraps_nothing(monkeypatch):
     import test_sglang_backend as B
 
@@ -83,6 +85,7 @@ def test_off_wraps_nothing(monkeypatch):
     assert "attend" not in vars(backend) and "init_forward_metadata_out_graph" not in vars(backend)
 
 
+@needs_sglang
 def test_the_real_backend_logs_its_batches_and_layers(monkeypatch, caplog):
     import test_sglang_backend as B
     from sglang.srt.model_executor.forward_context import ForwardContext, forward_context

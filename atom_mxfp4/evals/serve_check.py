@@ -207,8 +207,9 @@ def decode_rate(runs: list[dict], offsets: list[float]) -> dict:
 
 def host_time(log: str) -> dict | None:
     """Our host time per decode batch from the server's ``ATOM_MXFP4_HOST_METER`` lines in ``log`` (meter.py): the
-    mean over their decode batches of metadata, attention and their sum (us), the layers a batch; None without."""
-    lines = [line["decode"] for line in meter.parse(log) if line["decode"]["batches"]]
+    mean over their decode batches of metadata, attention and their sum (us), the layers a batch; None without. The
+    first line is left out: it may hold batches from before ``log``'s window (a warm-up, its compiles)."""
+    lines = [line["decode"] for line in meter.parse(log)[1:] if line["decode"]["batches"]]
     batches = sum(line["batches"] for line in lines)
     if not batches:
         return None

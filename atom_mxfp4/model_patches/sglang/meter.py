@@ -2,15 +2,18 @@
 
 ``ATOM_MXFP4_HOST_METER=N`` (N > 0) times, on the host, the backend's metadata (``init_forward_metadata_out_graph``
 / ``_in_graph``, called for every forward batch) and each layer's attention (``attend``: what runs eagerly, outside
-any captured graph), and every N forward batches logs one line at INFO:
+any captured graph), and logs one line at INFO as the batch after every N starts (the batches before it):
 
-    atom_mxfp4 host time, last 50 batches: decode 50 (metadata 41.2 us + attention 120.4 us over 4 layers = 161.6 us
-    a batch); extend 0
+    atom_mxfp4 host time, last 50 batches: decode 50 (metadata 41.2 us + attention 120.4 us over 4.0 layers = 161.6
+    us a batch); extend 0
 
 Host time is the CPU time to issue the work (the GPU runs it asynchronously): with CUDA graphs off it is what our
 layers add to each step's Python, beside the server's own (a decode step's time per output token, serve_check
-speed). A value check's device sync (the first checked layer of a batch, atom_mxfp4.checked) counts as ours. Unset
-or 0: nothing is wrapped (no cost). ``serve_check``'s speed scenario reads the lines (``LINE``).
+speed). A value check's device sync (the first checked layer of a batch, atom_mxfp4.checked) and a kernel compiled
+inside a layer count as ours. Under a replayed decode graph only the metadata runs in Python (0 layers). Batches
+of a CUDA-graph capture are not counted. A line may hold batches from before a window a reader times
+(``serve_check.host_time`` drops each window's first line). Unset or 0: nothing is wrapped (no cost).
+``serve_check``'s speed scenario reads the lines (``LINE``).
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ class HostMeter:
         self._reset()
 
     def _reset(self) -> None:
-        self.batches = 0
         self.totals = {kind: {"batches": 0, "metadata": 0.0, "attention": 0.0, "layers": 0} for kind in KINDS}
 
     def install(self, backend) -> None:
@@ -54,6 +56,8 @@ class HostMeter:
                                        backend.attend)
 
         def init_out_graph(forward_batch, *args, **kwargs):
+            if kwargs.get("in_capture", args[0] if args else False):  # a capture's dummy batch: not a served one
+                return out_graph(forward_batch, *args, **kwargs)
             self._end_batch()
             self.kind = "decode" if forward_batch.forward_mode.is_decode_or_idle() else "extend"
             self.totals[self.kind]["batches"] += 1
