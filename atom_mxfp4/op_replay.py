@@ -142,9 +142,12 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
                 if result is _NOT_RUN:
                     return call()
                 _traces.move_to_end(head)
-                if entries[-1] is not entry and _forget(_traces, head, entries, entry):  # the head's most recent last
-                    entries.append(entry)
-                    _traces[head] = entries
+                if entries[-1] is not entry:  # the head's most recently replayed trace last
+                    try:
+                        entries.remove(entry)
+                        entries.append(entry)
+                    except ValueError:  # another thread moved or forgot it
+                        pass
                 return result
     marks = _marks.get(head)
     if marks is not None:
@@ -153,14 +156,20 @@ def run(op: tuple, backend: str, tensors: tuple, call, plan=None):
                 if not _forget(_marks, head, marks, mark):
                     return call()  # another thread took this mark between the check and here: it traces
                 return _trace(head, mark, tensors, call, plan)
-    if marks is None:
-        if len(_marks) >= MARKS:
-            _marks.clear()
-        marks = _marks[head] = []
-    elif len(marks) >= PER_HEAD:
-        del marks[0]
-    marks.append([_guard(present), alignments])
+    if marks is None and len(_marks) >= MARKS:
+        _marks.clear()
+    _append(_marks, head, [_guard(present), alignments])
     return call()
+
+
+def _append(table: dict, head: tuple, item: list) -> None:
+    """``item`` last in ``table[head]`` (made when absent), which keeps at most PER_HEAD (the first forgotten)."""
+    items = table.get(head)
+    if items is None:
+        items = table[head] = []
+    elif len(items) >= PER_HEAD:
+        del items[0]
+    items.append(item)
 
 
 def _forget(table: dict, head: tuple, items: list, item: list) -> bool:
@@ -181,12 +190,7 @@ def _trace(head: tuple, mark: list, tensors: tuple, call, plan):
         result = call()
     built = None if guard.refused else OpTrace.build(traced, tensors, guard.allocations, plan, result,
                                                      current_stream(first))
-    entries = _traces.get(head)
-    if entries is None:
-        entries = _traces[head] = []
-    elif len(entries) >= PER_HEAD:
-        del entries[0]
-    entries.append([mark[0], mark[1], REFUSED if built is None else built])
+    _append(_traces, head, [mark[0], mark[1], REFUSED if built is None else built])
     _traces.move_to_end(head)
     while len(_traces) > LIMIT:
         _traces.popitem(last=False)

@@ -147,9 +147,9 @@ def attend_dense(out: torch.Tensor, q: torch.Tensor, k_cache, v_cache, block_tab
     q_t = q.view(tokens, num_kv_heads, group, dim)
     out_t = out.view(tokens, num_kv_heads, group, dim)
     pending = None  # [first, end): adjacent rows left to the decode kernel, launched as one range
+    one_launch = backend in ("hopper", "triton")
     for seg in segments:
         if seg.rows >= min_rows:
-            one_launch = backend in ("hopper", "triton")
             k = _prefix(k_cache, block_table, seg, num_kv_heads, one_launch)[:, None]  # [nkv, 1, L, D]
             v = _prefix(v_cache, block_table, seg, num_kv_heads, one_launch)[:, None]
             query = q_t[seg.row: seg.row + seg.rows].permute(1, 2, 0, 3)  # [nkv, G, n, D]

@@ -38,6 +38,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..launch import LOG_COMPILES_ENV
 from .ledger import COLUMNS, validate
 from .serve_client import Server, call, generate, load, prompt
 
@@ -160,7 +161,7 @@ def compiles(log: str) -> dict:
 
 def _start(kv: str, model: str, common: list[str], extra: list[str], out: Path, port: int, timeout: float) -> tuple:
     env = {**os.environ, "SGLANG_TRITON_SLOW_COMPILE_THRESHOLD_SECS": COMPILE_LOG_SECONDS,
-           "ATOM_MXFP4_LOG_COMPILES": COMPILE_LOG_SECONDS}  # and which specialisation of ours (launch.describe)
+           LOG_COMPILES_ENV: COMPILE_LOG_SECONDS}  # and which specialisation of ours (launch.describe)
     server = Server(["--model-path", model] + common + KV_ARGS[kv] + extra, env,
                     out / f"server-{kv}-{port}.log", port=port).start()
     try:  # a start that fails, times out or is interrupted (SIGTERM) leaves no server holding the port and the GPU
