@@ -9,6 +9,9 @@ specialises a launch on (``launcher(kernel)`` is the one ``Launcher`` of a kerne
 
 - every tensor argument's dtype, whether its address is a multiple of 16 bytes and whether it is a CUDA tensor;
 - every int argument's value being 1, a multiple of 16, inside int32 (and its type: an int, a float, a bool, None);
+  where the kernel does not specialise on it (``do_not_specialize``: the integers that change with the batch, so that
+  a server's batches do not multiply its compiles; tests/test_specialisation.py), a new kind of value here finds the
+  kernel Triton already compiled, in its in-memory cache;
 - the constexpr and option keywords (``num_warps``, ``maxnreg``, ``enable_fp_fusion``, ...), by value.
 
 That key is at least as fine as Triton's own (two launches with one key get one compiled kernel from Triton too), so
@@ -70,13 +73,15 @@ def _log_rule() -> tuple[int, float] | None:
 
 @dataclass(frozen=True)
 class Launch:
-    """One launch as ``recording()`` keeps it: the kernel's name, the grid, the arguments, the keywords, the cluster."""
+    """One launch as ``recording()`` keeps it: the kernel's name, the grid, the arguments, the keywords, the cluster,
+    the kernel itself (its ``params`` say what Triton specialises on: tests/test_specialisation.py)."""
 
     kernel: str
     grid: tuple
     args: tuple
     constexprs: dict
     cluster: int = 1
+    function: object = None
 
 
 def cdiv(a: int, b: int) -> int:
@@ -233,7 +238,7 @@ class Launcher:
 
     def _launch(self, grid, cluster: int, extra_shared: int, fits, args: tuple, constexprs: dict):
         if _recorded is not None:
-            _recorded.append(Launch(self.name, tuple(grid), args, constexprs, cluster))
+            _recorded.append(Launch(self.name, tuple(grid), args, constexprs, cluster, self.kernel))
             if _traced is not None:
                 _traced.append(Traced(self.name, tuple(grid), _bind(args)[1], args, constexprs, cluster))
             return True

@@ -195,7 +195,12 @@ def _issue(index_k_ptr, page, block, end, position, init_blocks, own, local_bloc
     async_load(scales.index(slot), index_k_ptr + record + SCALE_WORD + scale_token, mask=scale_token < valid)
 
 
-@gluon.jit
+# the integers that change with the batch (rows, table widths, the split): not specialised on, or each
+# new combination of 1 / multiple of 16 / neither is another compile in a running server (tests/test_specialisation.py)
+BATCH_INTEGERS = ("num_rows", "table_stride", "max_blocks", "blocks_per_program")
+
+
+@gluon.jit(do_not_specialize=BATCH_INTEGERS)
 def _score_kernel(idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
                   num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
                   STAGES: gl.constexpr, INDEX_FP8: gl.constexpr):

@@ -79,7 +79,12 @@ RING_CODES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))  # [stages, 
 RING_SCALES = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [0]))  # [stages, 128]
 
 
-@gluon.jit
+# the integers that change with the batch (rows, table widths, the split): not specialised on, or each
+# new combination of 1 / multiple of 16 / neither is another compile in a running server (tests/test_specialisation.py)
+BATCH_INTEGERS = ("table_stride", "table_width", "num_tokens", "pages_per_split", "num_splits", "tail_begin")
+
+
+@gluon.jit(do_not_specialize=BATCH_INTEGERS)
 def _pa_decode_kernel(
     out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, request_ptr, position_ptr, topk_ptr, query_scale_ptr,
     part_out_ptr, part_lse_ptr, counters_ptr,

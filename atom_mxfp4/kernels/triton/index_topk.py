@@ -70,7 +70,12 @@ def _page_score(q, record, first_token, position, read, BLOCK_N: tl.constexpr,
     return score
 
 
-@triton.jit
+# the integers that change with the batch (rows, table widths, the split): not specialised on, or each
+# new combination of 1 / multiple of 16 / neither is another compile in a running server (tests/test_specialisation.py)
+BATCH_INTEGERS = ("num_rows", "table_stride", "max_blocks", "blocks_per_program")
+
+
+@triton.jit(do_not_specialize=BATCH_INTEGERS)
 def _score_kernel(
     idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, keys_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
@@ -111,7 +116,7 @@ def _score_kernel(
         tl.store(out_ptr + blk, key, mask=head_ok)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=BATCH_INTEGERS)
 def _score_tiled_kernel(
     idx_q_ptr, index_k_ptr, block_table_ptr, row_request_ptr, row_position_ptr, tile_start_ptr, keys_ptr,
     num_rows, num_heads, table_stride, max_blocks, blocks_per_program, init_blocks, local_blocks,
@@ -169,7 +174,7 @@ def _score_tiled_kernel(
         tl.store(out_ptr + blk, key, mask=lane_ok & (blk <= own_block))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=("num_rows", "max_blocks"))
 def _select_kernel(
     keys_ptr, row_position_ptr, out_ptr, num_rows, max_blocks,
     TOPK: tl.constexpr, TOPK_POW2: tl.constexpr, BLOCKS_POW2: tl.constexpr,

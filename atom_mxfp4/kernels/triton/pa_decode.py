@@ -56,7 +56,7 @@ def _row_context(context_lens_ptr, row, width):
     return tl.maximum(tl.minimum(tl.load(context_lens_ptr + row), width * PAGE_SIZE), 0)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=("table_stride", "pages_per_split", "num_splits"))
 def _pa_decode_kernel(
     out_ptr, q_ptr, k_ptr, v_ptr, tables_ptr, context_lens_ptr, query_scale_ptr,
     part_out_ptr, part_lse_ptr,
@@ -121,7 +121,7 @@ def _pa_decode_kernel(
                  mask=head_ok[:, None])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=("width", "pages_per_split", "num_splits"))
 def _merge_kernel(out_ptr, part_out_ptr, part_lse_ptr, context_lens_ptr, width, group, pages_per_split, num_splits):
     """out[r] = sum_s w_s * part_out[r, s] with w_s = 2**(lse_s - max lse) / sum; a NaN lse makes the head NaN;
     all -inf: zeros when the row has no token, NaN when it has tokens whose logits are all -inf. Only the splits

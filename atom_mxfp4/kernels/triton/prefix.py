@@ -21,7 +21,7 @@ from ._mxfp4 import HEAD_DIM, PAGE_SIZE, RECORD_BYTES, decode_variant, load_toke
 BLOCK_N = 32  # tokens per program: a page is four programs
 
 
-@triton.jit
+@triton.jit(do_not_specialize=("length",))
 def _dequantize_prefix_kernel(out_ptr, records_ptr, pages_ptr, length, num_kv_heads, BLOCK_N: tl.constexpr,
                               DECODE: tl.constexpr):
     page = tl.program_id(0)  # the page of the prefix

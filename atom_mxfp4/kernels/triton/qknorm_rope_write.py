@@ -203,7 +203,7 @@ def _query_rows(qkv_ptr, positions_ptr, weight_ptr, cos_sin_ptr, out_ptr, num_to
                       valid[:, None], HW_BF16)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=("num_tokens",))
 def _qknorm_rope_write_kernel(
     qkv_ptr, positions_ptr, slot_ptr, cos_sin_ptr,
     q_weight_ptr, k_weight_ptr, iq_weight_ptr, ik_weight_ptr,

@@ -25,7 +25,7 @@ from ._mxfp4 import PAGE_SIZE
 from ._options import FUSED
 
 
-@triton.jit
+@triton.jit(do_not_specialize=("num_rows", "table_stride"))
 def _sparse_tables_kernel(
     topk_ptr, block_table_ptr, row_request_ptr, row_position_ptr, tables_ptr, context_lens_ptr,
     num_rows, num_kv_heads, table_stride,
