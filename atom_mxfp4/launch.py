@@ -262,14 +262,30 @@ class Launcher:
         return entry.run(grid, values + tail, args + tail, metadata)
 
 
+def not_specialised(kernel) -> frozenset:
+    """The names of the arguments ``kernel`` does not specialise on (its ``do_not_specialize``), compiled or
+    interpreted (TRITON_INTERPRET=1 keeps the decorator's keywords); empty for a stand-in."""
+    params = getattr(kernel, "params", None)
+    if params is not None:
+        return frozenset(p.name for p in params if p.do_not_specialize)
+    names = list(getattr(kernel, "arg_names", None) or [])
+    given = (getattr(kernel, "kwargs", None) or {}).get("do_not_specialize") or ()
+    return frozenset(names[g] if isinstance(g, int) else g for g in given)
+
+
 def describe(kernel, args: tuple, constexprs: dict) -> str:
     """A launch's specialisation in words: each integer argument that is 1 (``name=1``) or a multiple of 16
-    (``name%16``), each tensor's dtype and whether its address is off 16 bytes, then the constexprs by value."""
+    (``name%16``) where the kernel specialises on it, each tensor's dtype and whether its address is off 16 bytes,
+    then the constexprs by value."""
     names = list(getattr(kernel, "arg_names", None) or [])
     names += [f"argument {i}" for i in range(len(names), len(args))]
+    loose = not_specialised(kernel)
     parts = []
     for name, arg in zip(names, args):
-        if type(arg) is int:
+        if type(arg) is int and name in loose:
+            if not INT32_MIN <= arg <= INT32_MAX:
+                parts.append(f"{name}>int32")
+        elif type(arg) is int:
             if arg == 1:
                 parts.append(f"{name}=1")
             elif arg % 16 == 0:

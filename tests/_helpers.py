@@ -19,6 +19,7 @@ import struct
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 # ---- geometry (DESIGN §2, §4): from the ground floor, whose values tests/test_layout.py pins to DESIGN's literals
 from atom_mxfp4.layout import BLOCK  # noqa: E402,F401  (elements per e8m0 scale)
@@ -569,3 +570,19 @@ def usable_or_skip(backend: str, device) -> str:
 
             pytest.skip(why)
     return backend
+
+
+class HostReads(TorchFunctionMode):
+    """Records every tensor method that reads data on the host (a device sync on a GPU)."""
+
+    READS = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy"}
+
+    def __init__(self):
+        super().__init__()
+        self.reads = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in self.READS:
+            self.reads.append(name)
+        return func(*args, **(kwargs or {}))

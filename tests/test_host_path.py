@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from torch.overrides import TorchFunctionMode
 
 import _helpers as H
 
@@ -184,20 +183,7 @@ def test_host_integer_helpers_match_triton():
 
 
 # ---- the ops and the layer's step under recording ---------------------------------------------------------------
-class _HostReads(TorchFunctionMode):
-    """Records every tensor method that reads data on the host (a device sync on a GPU)."""
-
-    READS = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy"}
-
-    def __init__(self):
-        super().__init__()
-        self.reads = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if name in self.READS:
-            self.reads.append(name)
-        return func(*args, **(kwargs or {}))
+_HostReads = H.HostReads
 
 
 @pytest.fixture

@@ -483,3 +483,50 @@ def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch, new, 
     finally:
         backends._resolve.cache_clear()
         replay._proven.clear()
+
+
+@pytest.mark.parametrize("checks, decode_reads", [(None, False), ("all", True), ("none", False)])
+def test_decode_batches_are_not_validated_unless_asked(monkeypatch, checks, decode_reads):
+    """The server's check policy (backend.CHECKS_ENV): an extend batch's first layer of each kind validates the step,
+    reading the metadata's values on the host (a device sync) once per batch; a decode batch, eager, runs unchecked
+    as inside its CUDA graph (a sync there would stall SGLang's overlap scheduler for the GPU's whole step) unless
+    "all" is asked; "none" validates no batch. The layers run on the Hopper backend, their launches recorded."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+
+    from atom_mxfp4 import backends, launch
+    from atom_mxfp4.model_patches.sglang.backend import CHECKS_ENV
+
+    if checks is None:
+        monkeypatch.delenv(CHECKS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(CHECKS_ENV, checks)
+    H.compiled_backends_resolvable(monkeypatch)
+    try:
+        backend, req_to_token = make_setup()
+        backend.kernel_backend = "hopper"
+        gen = torch.Generator().manual_seed(5)
+        modules = [StandInAttention(layer, sparse, (backend.configs[sparse].num_q_heads
+                                                    + 2 * backend.configs[sparse].num_kv_heads) * 128, gen)
+                   for layer, sparse in ((0, False), (1, True))]
+        reads = {}
+        with launch.recording(), forward_context(ForwardContext(attn_backend=backend)):
+            for name, done, new in (("extend", {0: 0, 1: 0}, {0: 200, 1: 100}),
+                                    ("decode", {0: 200, 1: 100}, {0: 1, 1: 1})):
+                fb = forward_batch(backend, req_to_token, done, new)
+                backend.init_forward_metadata(fb)
+                with H.HostReads() as mode:
+                    for module in modules:
+                        hidden = torch.randn(fb.positions.numel(), backend.configs[module.is_sparse_attention_layer]
+                                             .qkv_width, generator=gen).bfloat16()
+                        MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+                reads[name] = bool(mode.reads)
+        assert reads == {"extend": checks != "none", "decode": decode_reads}
+    finally:
+        backends._resolve.cache_clear()
+
+
+def test_a_bad_server_check_policy_is_refused(monkeypatch):
+    from atom_mxfp4.model_patches.sglang.backend import CHECKS_ENV
+    monkeypatch.setenv(CHECKS_ENV, "decode")
+    with pytest.raises(ValueError, match=f"{CHECKS_ENV}.*'extend', 'all', 'none'.*'decode'"):
+        make_setup()

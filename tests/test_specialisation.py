@@ -38,16 +38,6 @@ def recorded(monkeypatch):
     backends._resolve.cache_clear()
 
 
-def _arguments(function) -> tuple[list[str], set[str]]:
-    """(a JIT function's argument names, those it does not specialise on), compiled or interpreted
-    (TRITON_INTERPRET=1 keeps the decorator's keywords)."""
-    if hasattr(function, "params"):
-        return [p.name for p in function.params], {p.name for p in function.params if p.do_not_specialize}
-    names = list(function.arg_names)
-    given = function.kwargs.get("do_not_specialize") or ()
-    return names, {names[g] if isinstance(g, int) else g for g in given}
-
-
 def _run_batch(layers, config, requests):
     pages = max(-(-(prefix + new) // PAGE) for prefix, new in requests)
     caches = {sparse: LayerCaches.allocate(LayerConfig(sparse=sparse), len(requests) * pages + 1)
@@ -88,7 +78,7 @@ def test_integers_that_change_with_the_batch_are_not_specialised_on(recorded, ba
         and launched & {"_score_kernel", "_score_tiled_kernel"}, sorted(kinds)
     specialised = []
     for name, arguments in kinds.items():
-        names, loose = _arguments(functions[name])
+        names, loose = list(functions[name].arg_names), launch.not_specialised(functions[name])
         for position, seen in arguments.items():
             if len(seen) > 1 and names[position] not in loose:
                 specialised.append(f"{name}.{names[position]} ({sorted(seen)})")
@@ -106,5 +96,11 @@ def test_the_kernels_a_server_launches_keep_specialising_on_model_constants():
     hopper = importlib.import_module("atom_mxfp4.kernels.hopper.pa_decode")
     triton_decode = importlib.import_module("atom_mxfp4.kernels.triton.pa_decode")
     for kernel in (hopper._pa_decode_kernel, triton_decode._pa_decode_kernel):
-        _, loose = _arguments(kernel)
+        loose = launch.not_specialised(kernel)
         assert "group" not in loose and "pages_per_split" in loose and "num_splits" in loose, loose
+    # the compile log names only what the kernel specialises on
+    args = [None] * len(hopper._pa_decode_kernel.arg_names)
+    names = list(hopper._pa_decode_kernel.arg_names)
+    args[names.index("group")], args[names.index("num_splits")] = 16, 32
+    words = launch.describe(hopper._pa_decode_kernel, tuple(args), {})
+    assert "group%16" in words and "num_splits" not in words, words

@@ -44,6 +44,12 @@ KERNEL_BACKEND_ENV = "ATOM_MXFP4_BACKEND"  # a registered name (atom_mxfp4.backe
 # dense layers' prefill segments of at least this many tokens as flash attention (LayerConfig.flash_prefill_rows;
 # unset: LayerConfig's default)
 FLASH_PREFILL_ENV = "ATOM_MXFP4_FLASH_PREFILL_ROWS"
+# which batches' first layer of each kind validates the step (its arguments, and the metadata's values: a host sync,
+# which also stalls SGLang's overlap scheduler until the GPU has finished the batch before). "extend" (the default):
+# extend batches; decode batches run unchecked in eager mode as they do inside their CUDA graphs (the same metadata,
+# made by the same static-shape ops). "all": decode batches too (one sync per decode step); "none": no batch
+CHECKS_ENV = "ATOM_MXFP4_SERVER_CHECKS"
+CHECKS = ("extend", "all", "none")
 PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
 
 
@@ -88,12 +94,15 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         expect(flash_rows is None or flash_rows.isdigit(), FLASH_PREFILL_ENV,
                "unset or a whole number of rows >= 0 (0: off)", repr(flash_rows))
         extra = {} if flash_rows is None else {"flash_prefill_rows": int(flash_rows)}
+        self.checks = os.environ.get(CHECKS_ENV, "").strip() or CHECKS[0]
+        expect(self.checks in CHECKS, CHECKS_ENV, f"unset or one of {list(CHECKS)}", repr(self.checks))
         self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype, **extra)
                         for sparse in (False, True)}
         self.layers: dict[int, SparseMXFP4Attention] = {}
         self._cos_sin: dict = {}  # shared by every layer: one RoPE table per device
         self.forward_metadata: AttentionMetadata | None = None
-        self._checked: set = set()  # the layer kinds (sparse or not) whose first layer of this batch validated it
+        # the layer kinds (sparse or not) whose first layer of this batch validated it, or that are not validated
+        self._checked: set = set()
         self._caches: dict[int, LayerCaches] = {}  # layer id -> its cache views (the pool's records never move)
         self._decode_buffers: dict[int, AttentionMetadata] = {}
         self._decode_plans: dict = {}  # AttentionMetadata.plans of every decode buffer: one plan for all sizes
@@ -137,7 +146,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         mode = forward_batch.forward_mode
         if mode.is_decode_or_idle():
             self.forward_metadata = self._decode_buffer(forward_batch.batch_size, forward_batch.seq_lens.device)
-            self._checked = set()
+            self._checked = self._unchecked(decode=True)
             return
         expect(mode.is_extend(), "forward_mode", "EXTEND, DECODE or IDLE (speculative modes are refused at start-up)",
                mode)
@@ -157,7 +166,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
             positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
             token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous(),
             segments=segments))
-        self._checked = set()
+        self._checked = self._unchecked(decode=False)
 
     def init_forward_metadata_in_graph(self, forward_batch):
         """Decode: static-shape device ops into the per-batch-size buffers (recorded by a CUDA graph)."""
@@ -168,7 +177,11 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         meta.slot_mapping.copy_(_slot_mapping(forward_batch.out_cache_loc))
         meta.block_table.copy_(self._block_table(forward_batch.req_pool_indices, self.max_pages))
         self.forward_metadata = meta
-        self._checked = set()
+        self._checked = self._unchecked(decode=True)
+
+    def _unchecked(self, decode: bool) -> set:
+        """The layer kinds a new batch starts with as not to be validated (``CHECKS_ENV``): none, or both."""
+        return set() if self.checks == "all" or (self.checks == "extend" and not decode) else {False, True}
 
     # ---- the layer ----
     def layer_for(self, module) -> SparseMXFP4Attention:
@@ -226,10 +239,11 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         """``out[:n] = layer(qkv[:n])`` for the ``n`` tokens of the current metadata, written in place; rows past
         ``n`` (a padded prefill-graph bucket) are zeroed.
 
-        Validation once per batch: the first dense and the first sparse layer of a batch run with check=True (the
-        step's arguments and the metadata's values: one host sync per batch, atom_mxfp4.checked), every later layer
-        with check=False, doing no Python work beyond its launches; under CUDA-graph capture none is checked (the
-        metadata is ours, made by static-shape ops)."""
+        Validation once per batch: the first dense and the first sparse layer of an extend batch run with check=True
+        (the step's arguments and the metadata's values: one host sync per batch, atom_mxfp4.checked), every later
+        layer with check=False, doing no Python work beyond its launches. Decode batches are not validated, in eager
+        mode as under CUDA-graph capture (the metadata is ours, made by static-shape ops; a sync per decode step
+        would stall SGLang's overlap scheduler): ``CHECKS_ENV`` "all" validates them too, "none" no batch."""
         meta = self.forward_metadata
         rows = qkv.shape[0]
         if meta is None or meta.num_tokens > rows:
