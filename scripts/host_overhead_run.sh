@@ -8,7 +8,8 @@
 # 3. atom_mxfp4/evals/bench/hopper_bench.py --quick on both trees (the kernels' GPU time unchanged), each its own.
 # COMPARE=off: step 1 compares this tree against itself with op replay off (ATOM_MXFP4_OP_REPLAY=0, label
 # new-op-replay-off; atom_mxfp4.op_replay) instead of the baseline, which is then neither installed nor run.
-# STEPS (default "host tests bench") picks the steps. Raw output stays in $OUT (host/, logs); ledger rows in
+# ROUNDS=N: N rounds of both trees, alternating (a GPU-time A/B read across rounds). STEPS (default "host tests
+# bench") picks the steps. Raw output stays in $OUT (host/, logs); ledger rows in
 # $OUT/host.tar.gz (host/ledger_rows_<label>.csv).
 set -u -o pipefail
 ROOT=$(pwd)
@@ -48,6 +49,17 @@ PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$O
   --commit "$COMMIT" --compare "$OUT/host/$PEER.json" ${HOST_PROFILE:+--profile "$OUT/host"} || STATUS=1
   [ -n "${HOST_PROFILE:-}" ] && tar -czf "$OUT/host_profiles.tar.gz" -C "$OUT/host" $(cd "$OUT/host" && ls profile_*.txt) \
     && rm -f "$OUT"/host/profile_*.txt
+  # ROUNDS=N (COMPARE=base): N-1 more rounds of both trees, alternating (labels base-R / new-R, each new-R compared
+  # with its base-R): single-launch graph replays of 10-20 us moved by up to 6 us between trees in one round (H100,
+  # e20e751 against fbb7fbe), so a GPU-time difference is read across rounds
+  if [ "$COMPARE" = base ]; then
+    for r in $(seq 2 "${ROUNDS:-1}"); do
+      PYTHONPATH=/tmp/pkg_base timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$OUT/host" \
+        --label base-$r --commit "${BASE_COMMIT:-base}" || STATUS=1
+      PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$OUT/host" --label new-$r \
+        --commit "$COMMIT" --compare "$OUT/host/base-$r.json" || STATUS=1
+    done
+  fi
   if [ -n "${PLAIN:-}" ]; then  # this tree through Triton's own launch path (atom_mxfp4.launch.PLAIN_ENV)
     ATOM_MXFP4_PLAIN_LAUNCH=1 PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py \
       --out "$OUT/host" --label new-plain --commit "$COMMIT" --compare "$OUT/host/$PEER.json" || STATUS=1
