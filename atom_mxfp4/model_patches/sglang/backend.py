@@ -7,8 +7,9 @@ Metadata (one ``AttentionMetadata`` per forward, shared by every layer):
   ``block_table`` [B, max_pages] i32 = page ids
   ``req_to_token[req_pool_indices, 0::128] // 128`` (entries past a request's length are never read).
 - decode: built in ``init_forward_metadata_in_graph`` into per-batch-size buffers allocated outside the graph
-  (``init_cuda_graph_state`` / ``out_graph``), with static-shape device ops only, so a CUDA graph that captured it
-  recomputes it from the runner's static inputs at replay.
+  (``init_cuda_graph_state`` / ``out_graph``), with static-shape device work only (one Triton launch on a GPU with
+  the Triton or Hopper kernels, kernels/triton/decode_metadata.py; its torch twin elsewhere), so a CUDA graph that
+  captured it recomputes it from the runner's static inputs at replay.
 - the pa_decode plan (atom_mxfp4.plan) is built beside the metadata, once per batch, and every layer of the step
   reuses it (``AttentionMetadata.pa_decode_plan``): per extend batch in ``out_graph``; for decode one plan for the
   largest batch size, shared by every decode buffer (a plan covers fewer rows) and built in ``init_cuda_graph_state``
@@ -31,7 +32,9 @@ from atom_mxfp4 import prefill
 from atom_mxfp4.backends import BACKENDS, resolve_backend
 from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
-from atom_mxfp4.layout import HEAD_DIM, NO_SLOT, PAGE_SIZE, pages_for
+from atom_mxfp4.kernels.torch.decode_metadata import decode_metadata as decode_metadata_torch
+from atom_mxfp4.kernels.torch.decode_metadata import page_table, slots
+from atom_mxfp4.layout import HEAD_DIM, pages_for
 
 from . import meter
 from .geometry import check_model
@@ -57,12 +60,16 @@ def _slot_mapping(out_cache_loc: torch.Tensor) -> torch.Tensor:
     """SGLang's ``out_cache_loc`` as our slot_mapping: its padding slot 0 becomes NO_SLOT (-1, no write). Padded
     decode rows and the dummy batches of graph warm-up and capture put every token at slot 0, which our ops refuse
     as a duplicate slot (two tokens writing one slot). Static-shape: safe inside a captured graph."""
-    loc = out_cache_loc.long()
-    return loc.masked_fill(loc == PADDING_SLOT, NO_SLOT)
+    return slots(out_cache_loc, PADDING_SLOT)
 
 
 def _attend_capture_stub(backend, module, qkv, out) -> None:
     out.zero_()  # breakable-graph capture: the outputs only need addresses; no cache write for the dummy batch
+
+
+def _triton_decode_metadata():
+    from atom_mxfp4.kernels.triton.decode_metadata import decode_metadata
+    return decode_metadata
 
 
 @eager_on_graph(capture_stub=_attend_capture_stub)
@@ -89,6 +96,9 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         logger.info("atom_mxfp4: kernel backend %s on %s (%s)", resolve_backend(self.kernel_backend, device).name,
                     device, f"{KERNEL_BACKEND_ENV}={self.kernel_backend}" if self.kernel_backend else "backend=None")
         self.max_pages = pages_for(self.req_to_token.shape[1])
+        # a decode batch's metadata: one Triton launch where the kernels are compiled ones on a GPU, else torch ops
+        compiled = device.type == "cuda" and resolve_backend(self.kernel_backend, device).name in ("triton", "hopper")
+        self._fill_decode = _triton_decode_metadata() if compiled else decode_metadata_torch
         # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
         flash_rows = os.environ.get(FLASH_PREFILL_ENV, "").strip() or None
         expect(flash_rows is None or flash_rows.isdigit(), FLASH_PREFILL_ENV,
@@ -112,8 +122,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
 
     # ---- metadata ----
     def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
-        cols = torch.arange(max_pages, device=self.req_to_token.device) * PAGE_SIZE
-        return (self.req_to_token[req_pool_indices.long()][:, cols] // PAGE_SIZE).to(torch.int32)
+        return page_table(self.req_to_token, req_pool_indices, max_pages)
 
     def _with_plan(self, meta: AttentionMetadata) -> AttentionMetadata:
         """Build the batch's pa_decode plan beside its metadata (a no-op when one covers it): dense and sparse layers
@@ -173,9 +182,8 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         if not forward_batch.forward_mode.is_decode_or_idle() or forward_batch.batch_size == 0:
             return
         meta = self._decode_buffer(forward_batch.batch_size, forward_batch.seq_lens.device)
-        meta.positions.copy_(forward_batch.seq_lens.long() - 1)
-        meta.slot_mapping.copy_(_slot_mapping(forward_batch.out_cache_loc))
-        meta.block_table.copy_(self._block_table(forward_batch.req_pool_indices, self.max_pages))
+        self._fill_decode(forward_batch.seq_lens, forward_batch.out_cache_loc, forward_batch.req_pool_indices,
+                          self.req_to_token, meta.positions, meta.slot_mapping, meta.block_table, PADDING_SLOT)
         self.forward_metadata = meta
         self._checked = self._unchecked(decode=True)
 

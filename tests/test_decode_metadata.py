@@ -1,0 +1,67 @@
+"""The decode batch's metadata in one Triton launch (kernels/triton/decode_metadata.py) against its torch twin
+(kernels/torch/decode_metadata.py), bit for bit, under TRITON_INTERPRET=1: batches of 1 to 65 rows, tables of 1 to
+300 pages (past one program's 256), the runner's padding slot, int32 and int64 inputs, request rows out of order,
+token ids whose pages are large, garbage (negative ids) in unused map entries, and outputs poisoned first."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+from atom_mxfp4.kernels.torch import decode_metadata as twin
+from atom_mxfp4.layout import PAGE_SIZE
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None or os.environ.get("TRITON_INTERPRET")
+                                != "1", reason="the Triton kernel on the CPU needs TRITON_INTERPRET=1")
+
+
+def _case(rows, pages, map_rows, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    req_to_token = torch.randint(-2**20, 2**30, (map_rows, pages * PAGE_SIZE + 5), generator=gen, dtype=torch.int32)
+    seq_lens = torch.randint(1, pages * PAGE_SIZE + 1, (rows,), generator=gen).to(dtype)
+    out_cache_loc = torch.randint(0, 2**30, (rows,), generator=gen).to(dtype)
+    out_cache_loc[::3] = 0  # padded rows
+    req_pool_indices = torch.randperm(map_rows, generator=gen)[:rows].to(dtype)
+    return seq_lens, out_cache_loc, req_pool_indices, req_to_token
+
+
+def _outputs(rows, pages):
+    return (torch.full((rows,), 7777, dtype=torch.int64), torch.full((rows,), 7777, dtype=torch.int64),
+            torch.full((rows, pages), 7777, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("rows, pages, dtype", [(1, 1, torch.int64), (3, 17, torch.int32), (17, 256, torch.int64),
+                                                (65, 300, torch.int64), (5, 513, torch.int32)])
+def test_the_kernel_equals_its_torch_twin_bit_for_bit(rows, pages, dtype):
+    from atom_mxfp4.kernels.triton.decode_metadata import decode_metadata
+
+    inputs = _case(rows, pages, rows + 3, dtype, seed=rows * 1000 + pages)
+    want, got = _outputs(rows, pages), _outputs(rows, pages)
+    twin.decode_metadata(*inputs, *want)
+    decode_metadata(*inputs, *got)
+    for name, a, b in zip(("positions", "slot_mapping", "block_table"), got, want):
+        assert torch.equal(a, b), f"{name} differs at rows={rows} pages={pages}"
+    assert (got[1][::3] == -1).all()  # the padding slot is no slot
+    seq_lens, _, req_pool_indices, req_to_token = inputs
+    assert torch.equal(got[0], seq_lens.long() - 1)
+    request = int(req_pool_indices[0])
+    assert int(got[2][0, -1]) == int(req_to_token[request, (pages - 1) * PAGE_SIZE]) // PAGE_SIZE  # floor, not trunc
+
+
+def test_a_wide_table_past_the_map_and_a_strided_table_are_refused():
+    from atom_mxfp4.kernels.triton.decode_metadata import decode_metadata
+
+    seq_lens, loc, req, req_to_token = _case(4, 8, 6, torch.int64, seed=3)
+    positions, slots, table = _outputs(4, 8)
+    with pytest.raises(ValueError, match="req_to_token rows of >= 2048 tokens"):
+        decode_metadata(seq_lens, loc, req, req_to_token, positions, slots, torch.zeros(4, 16, dtype=torch.int32))
+    with pytest.raises(ValueError, match="block_table / req_to_token"):
+        decode_metadata(seq_lens, loc, req, req_to_token, positions, slots,
+                        torch.zeros(4, 16, dtype=torch.int32)[:, :8])
+    with pytest.raises(ValueError, match="positions / slot_mapping int64"):
+        decode_metadata(seq_lens, loc, req, req_to_token, positions.int(), slots, table)
+    with pytest.raises(ValueError, match="seq_lens must be a contiguous vector of 4"):
+        decode_metadata(seq_lens[:3], loc, req, req_to_token, positions, slots, table)
