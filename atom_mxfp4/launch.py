@@ -232,8 +232,11 @@ class Launcher:
             entry = self._compiled[key] = _Compiled.of(self.kernel, grid, args, constexprs, key[0])
             seconds, rule = time.perf_counter() - started, _log_rule()
             if rule is not None and seconds >= rule[1] and _log.isEnabledFor(rule[0]):
+                # distinct compiled kernels: keys that differ only in an integer the kernel does not specialise on
+                # share one (found in Triton's cache, not compiled)
+                compiled = len({id(e.kernel) for e in self._compiled.values()})
                 _log.log(rule[0], "atom_mxfp4 compiled %s in %.2f s (%d specialisations of it in this process): %s",
-                         self.name, seconds, len(self._compiled), describe(self.kernel, args, constexprs))
+                         self.name, seconds, compiled, describe(self.kernel, args, constexprs))
         return entry
 
     def _launch(self, grid, cluster: int, extra_shared: int, fits, args: tuple, constexprs: dict):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 39 on the lent GPU: host time per call beside GPU time at this commit and at a baseline commit, in one call.
 #   here:    mkdir -p .base && git archive BASE pyproject.toml atom_mxfp4 \
-#              $(git ls-tree --name-only BASE kernels evals model_patches) | tar -x -C .base            (.base/ is ignored: .git/info/exclude)
+#              $(git ls-tree --name-only BASE kernels evals model_patches) | tar -x -C .base            (.base/ is ignored: .gitignore)
 #   device:  OUT=... BASE_COMMIT=BASE bash scripts/host_overhead_run.sh          carry [".base"]
 # 1. atom_mxfp4/evals/bench/host_overhead.py on the baseline, then on this tree (--compare: table, plot, ledger rows);
 # 2. the GPU tests of the kernels whose launch path changed (tests/gpu), bits against the fp64 oracle / Triton;
@@ -50,7 +50,7 @@ PYTHONPATH=$NEW timeout ${T_HOST:-200} python3 $BENCH/host_overhead.py --out "$O
   [ -n "${HOST_PROFILE:-}" ] && tar -czf "$OUT/host_profiles.tar.gz" -C "$OUT/host" $(cd "$OUT/host" && ls profile_*.txt) \
     && rm -f "$OUT"/host/profile_*.txt
   # ROUNDS=N (COMPARE=base): N-1 more rounds of both trees, alternating (labels base-R / new-R, each new-R compared
-  # with its base-R): single-launch graph replays of 10-20 us moved by up to 6 us between trees in one round (H100,
+  # with its base-R): single-launch graph replays of 10-20 us moved by up to 7 us between trees in one round (H100,
   # e20e751 against fbb7fbe), so a GPU-time difference is read across rounds
   if [ "$COMPARE" = base ]; then
     for r in $(seq 2 "${ROUNDS:-1}"); do

@@ -18,10 +18,13 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None or os
                                 != "1", reason="the Triton kernel on the CPU needs TRITON_INTERPRET=1")
 
 
-def _case(rows, pages, map_rows, dtype, seed):
+def _case(rows, pages, map_rows, dtype, seed, width=None):
+    """``width``: the map's tokens per request (SGLang's: the context + 4, rarely a multiple of 128); the table's
+    ``pages`` then reach its last page start."""
     gen = torch.Generator().manual_seed(seed)
-    req_to_token = torch.randint(-2**20, 2**30, (map_rows, pages * PAGE_SIZE + 5), generator=gen, dtype=torch.int32)
-    seq_lens = torch.randint(1, pages * PAGE_SIZE + 1, (rows,), generator=gen).to(dtype)
+    width = pages * PAGE_SIZE + 5 if width is None else width
+    req_to_token = torch.randint(-2**20, 2**30, (map_rows, width), generator=gen, dtype=torch.int32)
+    seq_lens = torch.randint(1, min(width, pages * PAGE_SIZE) + 1, (rows,), generator=gen).to(dtype)
     out_cache_loc = torch.randint(0, 2**30, (rows,), generator=gen).to(dtype)
     out_cache_loc[::3] = 0  # padded rows
     req_pool_indices = torch.randperm(map_rows, generator=gen)[:rows].to(dtype)
@@ -33,15 +36,21 @@ def _outputs(rows, pages):
             torch.full((rows, pages), 7777, dtype=torch.int32))
 
 
-@pytest.mark.parametrize("rows, pages, dtype", [(1, 1, torch.int64), (3, 17, torch.int32), (17, 256, torch.int64),
-                                                (65, 300, torch.int64), (5, 513, torch.int32)])
-def test_the_kernel_equals_its_torch_twin_bit_for_bit(rows, pages, dtype):
+@pytest.mark.parametrize("rows, pages, dtype, width", [
+    (1, 1, torch.int64, None), (3, 17, torch.int32, None), (17, 256, torch.int64, None), (65, 300, torch.int64, None),
+    (5, 513, torch.int32, None), (4, 9, torch.int64, 1028), (2, 1, torch.int64, 1), (6, 257, torch.int32, 32772)])
+def test_the_kernel_equals_its_torch_twin_bit_for_bit(rows, pages, dtype, width):
     from atom_mxfp4.kernels.triton.decode_metadata import decode_metadata
+    from atom_mxfp4.layout import pages_for
 
-    inputs = _case(rows, pages, rows + 3, dtype, seed=rows * 1000 + pages)
+    assert width is None or pages == pages_for(width)  # what the SGLang backend passes for a map of that width
+    inputs = _case(rows, pages, rows + 3, dtype, seed=rows * 1000 + pages, width=width)
     want, got = _outputs(rows, pages), _outputs(rows, pages)
     twin.decode_metadata(*inputs, *want)
+    versions = [t._version for t in got]
     decode_metadata(*inputs, *got)
+    # bumped like an in-place torch op: what remembers the metadata's checks and derived tensors sees the refill
+    assert all(t._version > v for t, v in zip(got, versions))
     for name, a, b in zip(("positions", "slot_mapping", "block_table"), got, want):
         assert torch.equal(a, b), f"{name} differs at rows={rows} pages={pages}"
     assert (got[1][::3] == -1).all()  # the padding slot is no slot
@@ -56,12 +65,15 @@ def test_a_wide_table_past_the_map_and_a_strided_table_are_refused():
 
     seq_lens, loc, req, req_to_token = _case(4, 8, 6, torch.int64, seed=3)
     positions, slots, table = _outputs(4, 8)
-    with pytest.raises(ValueError, match="req_to_token rows of >= 2048 tokens"):
-        decode_metadata(seq_lens, loc, req, req_to_token, positions, slots, torch.zeros(4, 16, dtype=torch.int32))
-    with pytest.raises(ValueError, match="block_table / req_to_token"):
+    with pytest.raises(ValueError, match=r"req_to_token.shape\[1\] must be > 1152 .*10 pages.*got 1029"):
+        decode_metadata(seq_lens, loc, req, req_to_token[:, :1029], positions, slots,
+                        torch.zeros(4, 10, dtype=torch.int32))
+    with pytest.raises(ValueError, match="block_table must be contiguous"):
         decode_metadata(seq_lens, loc, req, req_to_token, positions, slots,
                         torch.zeros(4, 16, dtype=torch.int32)[:, :8])
-    with pytest.raises(ValueError, match="positions / slot_mapping int64"):
+    with pytest.raises(TypeError, match="positions.dtype must be torch.int64, got torch.int32"):
         decode_metadata(seq_lens, loc, req, req_to_token, positions.int(), slots, table)
+    with pytest.raises(TypeError, match="seq_lens.dtype must be an integer dtype, got torch.float32"):
+        decode_metadata(seq_lens.float(), loc, req, req_to_token, positions, slots, table)
     with pytest.raises(ValueError, match="seq_lens must be a contiguous vector of 4"):
         decode_metadata(seq_lens[:3], loc, req, req_to_token, positions, slots, table)

@@ -37,6 +37,7 @@ from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMo
 from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 
 from atom_mxfp4.format import ScaleMode, dequantize_mxfp4, quantize_mxfp4
+from atom_mxfp4.layer import SparseMXFP4Attention
 from atom_mxfp4.model_patches.sglang.backend import AtomMXFP4AttnBackend
 from atom_mxfp4.model_patches.sglang.pool import MXFP4MiniMaxKVPool
 from atom_mxfp4.reference import attention_oracle
@@ -91,8 +92,9 @@ def rel_l2(a, b):
     return float((a - b).norm() / b.norm())
 
 
-def make_setup(index_k_dtype="mxfp4"):
-    req_to_token = torch.zeros(4, 1024, dtype=torch.int32)  # [max_reqs, max_context] slot ids
+def make_setup(index_k_dtype="mxfp4", width=1024):
+    """``width``: req_to_token's tokens per request (SGLang's: the context length + 4)."""
+    req_to_token = torch.zeros(4, width, dtype=torch.int32)  # [max_reqs, max_context] slot ids
     for r, pages in PAGES.items():
         positions = torch.arange(len(pages) * 128)
         req_to_token[REQ_POOL_INDEX[r], : positions.numel()] = (
@@ -134,6 +136,20 @@ def forward_batch(backend, req_to_token, done, new):
 
 def test_prefill_chunked_prefix_then_decode_match_the_oracle(setup):
     run_steps(*setup)
+
+
+def test_decode_metadata_in_one_triton_launch_matches_the_oracle():
+    """The fill a GPU server uses (runner_metadata.decode_filler: one Triton launch, here interpreted) through the
+    same steps, on a map as SGLang sizes it (context + 4 tokens, not a multiple of 128): two decode steps refill one
+    batch-size buffer in place, and each layer must see the new positions (torch's version counters bumped)."""
+    import os
+
+    from atom_mxfp4.kernels.triton.decode_metadata import decode_metadata
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the Triton kernel on the CPU needs TRITON_INTERPRET=1")
+    backend, req_to_token = make_setup(width=1028)
+    backend._fill_decode = decode_metadata
+    run_steps(backend, req_to_token)
 
 
 def test_fp8_index_k_pool_prefill_then_decode_match_the_oracle():
@@ -485,8 +501,8 @@ def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch, new, 
         replay._proven.clear()
 
 
-@pytest.mark.parametrize("checks, decode_reads", [(None, False), ("all", True), ("none", False)])
-def test_decode_batches_are_not_validated_unless_asked(monkeypatch, checks, decode_reads):
+@pytest.mark.parametrize("policy, decode_reads", [(None, False), ("all", True), ("none", False)])
+def test_decode_batches_are_not_validated_unless_asked(monkeypatch, policy, decode_reads):
     """The server's check policy (backend.CHECKS_ENV): an extend batch's first layer of each kind validates the step,
     reading the metadata's values on the host (a device sync) once per batch; a decode batch, eager, runs unchecked
     as inside its CUDA graph (a sync there would stall SGLang's overlap scheduler for the GPU's whole step) unless
@@ -496,10 +512,10 @@ def test_decode_batches_are_not_validated_unless_asked(monkeypatch, checks, deco
     from atom_mxfp4 import backends, launch
     from atom_mxfp4.model_patches.sglang.backend import CHECKS_ENV
 
-    if checks is None:
+    if policy is None:
         monkeypatch.delenv(CHECKS_ENV, raising=False)
     else:
-        monkeypatch.setenv(CHECKS_ENV, checks)
+        monkeypatch.setenv(CHECKS_ENV, policy)
     H.compiled_backends_resolvable(monkeypatch)
     try:
         backend, req_to_token = make_setup()
@@ -508,7 +524,10 @@ def test_decode_batches_are_not_validated_unless_asked(monkeypatch, checks, deco
         modules = [StandInAttention(layer, sparse, (backend.configs[sparse].num_q_heads
                                                     + 2 * backend.configs[sparse].num_kv_heads) * 128, gen)
                    for layer, sparse in ((0, False), (1, True))]
-        reads = {}
+        reads, checks = {}, []
+        real_call = SparseMXFP4Attention.__call__
+        monkeypatch.setattr(SparseMXFP4Attention, "__call__", lambda layer, *a, check=True, **k: checks.append(
+            (name, layer.config.sparse, check)) or real_call(layer, *a, check=check, **k))
         with launch.recording(), forward_context(ForwardContext(attn_backend=backend)):
             for name, done, new in (("extend", {0: 0, 1: 0}, {0: 200, 1: 100}),
                                     ("decode", {0: 200, 1: 100}, {0: 1, 1: 1})):
@@ -520,7 +539,10 @@ def test_decode_batches_are_not_validated_unless_asked(monkeypatch, checks, deco
                                              .qkv_width, generator=gen).bfloat16()
                         MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
                 reads[name] = bool(mode.reads)
-        assert reads == {"extend": checks != "none", "decode": decode_reads}
+        assert reads == {"extend": policy != "none", "decode": decode_reads}
+        # the first layer of each kind of a batch runs check=True where the policy validates that batch
+        assert checks == [("extend", False, policy != "none"), ("extend", True, policy != "none"),
+                          ("decode", False, decode_reads), ("decode", True, decode_reads)]
     finally:
         backends._resolve.cache_clear()
 

@@ -15,8 +15,9 @@ DEV = torch.device("cuda")
 
 def _inputs(rows, pages, seed):
     gen = torch.Generator().manual_seed(seed)
-    req_to_token = torch.randint(-2**20, 2**30, (rows + 4, pages * PAGE_SIZE), generator=gen, dtype=torch.int32)
-    seq_lens = torch.randint(1, pages * PAGE_SIZE + 1, (rows,), generator=gen)
+    width = (pages - 1) * PAGE_SIZE + 4  # as SGLang sizes its map (context + 4): the last page's first token inside
+    req_to_token = torch.randint(-2**20, 2**30, (rows + 4, width), generator=gen, dtype=torch.int32)
+    seq_lens = torch.randint(1, width + 1, (rows,), generator=gen)
     loc = torch.randint(0, 2**30, (rows,), generator=gen)
     loc[::4] = 0
     req = torch.randperm(rows + 4, generator=gen)[:rows]
@@ -36,9 +37,11 @@ def test_decode_metadata_eager_and_graph_replayed_equal_the_twin(rows, pages):
     inputs = _inputs(rows, pages, seed=rows + pages)
     want, got = _outputs(rows, pages), _outputs(rows, pages)
     twin.decode_metadata(*inputs, *want)
+    versions = [t._version for t in got]
     decode_metadata(*inputs, *got)
     torch.cuda.synchronize()
     assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert all(t._version > v for t, v in zip(got, versions))  # seen as refilled by what keys on versions
     # captured once, replayed after the inputs were refilled in place (as SGLang's runner does)
     static, out = [t.clone() for t in inputs], _outputs(rows, pages)
     graph = torch.cuda.CUDAGraph()

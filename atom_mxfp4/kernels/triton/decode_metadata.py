@@ -46,24 +46,36 @@ def _decode_metadata_kernel(seq_lens_ptr, out_cache_loc_ptr, req_pool_ptr, req_t
 def decode_metadata(seq_lens, out_cache_loc, req_pool_indices, req_to_token, positions, slot_mapping, block_table,
                     padding_slot: int = 0) -> None:
     """Fill ``positions`` [B] i64, ``slot_mapping`` [B] i64 and ``block_table`` [B, P] i32 (contiguous, in place)
-    from ``seq_lens``, ``out_cache_loc``, ``req_pool_indices`` ([B] integers) and ``req_to_token`` [R, T] i32 (rows
-    of ``128 P`` tokens or more); module docstring. The runner's own tensors: layouts checked, values not."""
+    from ``seq_lens``, ``out_cache_loc``, ``req_pool_indices`` ([B] integers) and ``req_to_token`` [R, T] i32 (T >
+    128 (P - 1): each page's first token inside a row); module docstring. The runner's own tensors: layouts
+    checked, values not. Torch's version counters of the three outputs are bumped as an in-place torch op would
+    (what remembers checks and derived tensors of the metadata keys on them: atom_mxfp4.checked, the layer's
+    ``row_position``, the replayed steps)."""
     rows, pages = block_table.shape
-    expect(positions.dtype == torch.int64 and slot_mapping.dtype == torch.int64 and block_table.dtype == torch.int32
-           and req_to_token.dtype == torch.int32, "decode metadata dtypes",
-           "positions / slot_mapping int64, block_table / req_to_token int32",
-           f"{positions.dtype} / {slot_mapping.dtype}, {block_table.dtype} / {req_to_token.dtype}")
-    expect(block_table.is_contiguous() and req_to_token.stride(1) == 1 and req_to_token.shape[1] >= pages * PAGE_SIZE,
-           "block_table / req_to_token", f"contiguous, and req_to_token rows of >= {pages * PAGE_SIZE} tokens",
-           f"block_table strides {tuple(block_table.stride())}, req_to_token {list(req_to_token.shape)} strides "
-           f"{tuple(req_to_token.stride())}")
+    for name, t, dtype in (("positions", positions, torch.int64), ("slot_mapping", slot_mapping, torch.int64),
+                           ("block_table", block_table, torch.int32), ("req_to_token", req_to_token, torch.int32)):
+        expect(t.dtype == dtype, f"{name}.dtype", str(dtype), t.dtype, TypeError)
+    for name, t in (("seq_lens", seq_lens), ("out_cache_loc", out_cache_loc), ("req_pool_indices", req_pool_indices)):
+        expect(not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool, f"{name}.dtype",
+               "an integer dtype", t.dtype, TypeError)
     for name, t in (("seq_lens", seq_lens), ("out_cache_loc", out_cache_loc), ("req_pool_indices", req_pool_indices),
                     ("positions", positions), ("slot_mapping", slot_mapping)):
         expect(t.dim() == 1 and t.shape[0] == rows and t.stride(0) == 1, name, f"a contiguous vector of {rows}",
                f"shape {list(t.shape)} stride {tuple(t.stride())}")
+    expect(block_table.is_contiguous(), "block_table", "contiguous", f"strides {tuple(block_table.stride())}")
+    expect(req_to_token.dim() == 2 and req_to_token.stride(1) == 1, "req_to_token", "[requests, tokens], rows "
+           "contiguous", f"shape {list(req_to_token.shape)} strides {tuple(req_to_token.stride())}")
+    # the last column read is token 128 (pages - 1): a map of context + a few tokens (SGLang's) reaches pages_for(it)
+    expect(pages == 0 or req_to_token.shape[1] > (pages - 1) * PAGE_SIZE, "req_to_token.shape[1]",
+           f"> {(pages - 1) * PAGE_SIZE} (block_table's {pages} pages start inside it)", req_to_token.shape[1])
     if rows == 0:
         return
     launcher(_decode_metadata_kernel)[(rows, max(1, cdiv(pages, PAGES_PER_PROGRAM)))](
         seq_lens, out_cache_loc, req_pool_indices, req_to_token, positions, slot_mapping, block_table,
         req_to_token.stride(0), pages, block_table.stride(0), padding_slot,
         PAGES=PAGES_PER_PROGRAM, SHIFT=PAGE_SHIFT, num_warps=4, **FUSED)
+    for written in (positions, slot_mapping, block_table):  # host-side counters only: safe under graph capture
+        _increment_version(written)
+
+
+_increment_version = torch.autograd.graph.increment_version

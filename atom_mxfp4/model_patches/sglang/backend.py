@@ -32,9 +32,8 @@ from atom_mxfp4 import prefill
 from atom_mxfp4.backends import BACKENDS, resolve_backend
 from atom_mxfp4.errors import expect, fail
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, SparseMXFP4Attention
-from atom_mxfp4.kernels.torch.decode_metadata import decode_metadata as decode_metadata_torch
-from atom_mxfp4.kernels.torch.decode_metadata import page_table, slots
 from atom_mxfp4.layout import HEAD_DIM, pages_for
+from atom_mxfp4.runner_metadata import decode_filler, page_table, slots
 
 from . import meter
 from .geometry import check_model
@@ -67,11 +66,6 @@ def _attend_capture_stub(backend, module, qkv, out) -> None:
     out.zero_()  # breakable-graph capture: the outputs only need addresses; no cache write for the dummy batch
 
 
-def _triton_decode_metadata():
-    from atom_mxfp4.kernels.triton.decode_metadata import decode_metadata
-    return decode_metadata
-
-
 @eager_on_graph(capture_stub=_attend_capture_stub)
 def _attend(backend, module, qkv, out) -> None:
     backend.attend(module, qkv, out)
@@ -97,8 +91,7 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                     device, f"{KERNEL_BACKEND_ENV}={self.kernel_backend}" if self.kernel_backend else "backend=None")
         self.max_pages = pages_for(self.req_to_token.shape[1])
         # a decode batch's metadata: one Triton launch where the kernels are compiled ones on a GPU, else torch ops
-        compiled = device.type == "cuda" and resolve_backend(self.kernel_backend, device).name in ("triton", "hopper")
-        self._fill_decode = _triton_decode_metadata() if compiled else decode_metadata_torch
+        self._fill_decode = decode_filler(self.kernel_backend, device)
         # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
         flash_rows = os.environ.get(FLASH_PREFILL_ENV, "").strip() or None
         expect(flash_rows is None or flash_rows.isdigit(), FLASH_PREFILL_ENV,
@@ -106,6 +99,11 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         extra = {} if flash_rows is None else {"flash_prefill_rows": int(flash_rows)}
         self.checks = os.environ.get(CHECKS_ENV, "").strip() or CHECKS[0]
         expect(self.checks in CHECKS, CHECKS_ENV, f"unset or one of {list(CHECKS)}", repr(self.checks))
+        logger.info("atom_mxfp4: %s (%s)", {"extend": "extend batches validated once per batch, decode batches not "
+                                                      "(as inside their CUDA graphs)",
+                                            "all": "every batch validated once (a host sync per decode step)",
+                                            "none": "no batch validated"}[self.checks],
+                    f"{CHECKS_ENV}={self.checks}" if os.environ.get(CHECKS_ENV, "").strip() else "the default")
         self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype, **extra)
                         for sparse in (False, True)}
         self.layers: dict[int, SparseMXFP4Attention] = {}
