@@ -20,12 +20,12 @@ COMPILED = ("triton", "hopper")  # the kernel backends whose device can run the 
 __all__ = ["decode_filler", "page_table", "slots"]
 
 
-def decode_filler(kernel_backend: str | None, device: torch.device):
+def decode_filler(kernel_backend: str | None, device: torch.device, kernel: bool = True):
     """``fill(seq_lens, out_cache_loc, req_pool_indices, req_to_token, positions, slot_mapping, block_table,
     padding_slot)`` for a runner whose layers run on ``kernel_backend`` (a registered name or None: the device's
-    best) on ``device``."""
+    best) on ``device``; ``kernel=False``: the torch twin wherever it runs."""
     device = torch.device(device)
-    if device.type == "cuda" and resolve_backend(kernel_backend, device).name in COMPILED:
+    if kernel and device.type == "cuda" and resolve_backend(kernel_backend, device).name in COMPILED:
         from .kernels.triton.decode_metadata import decode_metadata
         return decode_metadata
     return _torch_fill

@@ -552,3 +552,27 @@ def test_a_bad_server_check_policy_is_refused(monkeypatch):
     monkeypatch.setenv(CHECKS_ENV, "decode")
     with pytest.raises(ValueError, match=f"{CHECKS_ENV}.*'extend', 'all', 'none'.*'decode'"):
         make_setup()
+
+
+def test_the_decode_fill_is_the_torch_twin_unless_the_kernel_is_asked(monkeypatch):
+    """ATOM_MXFP4_DECODE_FILL: "torch" by default; "kernel" picks the Triton launch only where the layers' kernels
+    are compiled ones on a GPU (runner_metadata.decode_filler; on this CPU the twin either way); a bad value is
+    refused by name."""
+    from atom_mxfp4 import runner_metadata
+    from atom_mxfp4.kernels.torch.decode_metadata import decode_metadata as twin
+    from atom_mxfp4.model_patches.sglang.backend import DECODE_FILL_ENV
+
+    asked = []
+    monkeypatch.setattr(runner_metadata, "decode_filler",
+                        lambda backend, device, kernel=True: asked.append(kernel) or twin)
+    monkeypatch.setattr("atom_mxfp4.model_patches.sglang.backend.decode_filler", runner_metadata.decode_filler)
+    monkeypatch.delenv(DECODE_FILL_ENV, raising=False)
+    make_setup()
+    monkeypatch.setenv(DECODE_FILL_ENV, "kernel")
+    make_setup()
+    assert asked == [False, True]
+    monkeypatch.setenv(DECODE_FILL_ENV, "triton")
+    with pytest.raises(ValueError, match=f"{DECODE_FILL_ENV}.*'torch', 'kernel'.*'triton'"):
+        make_setup()
+    monkeypatch.undo()
+    assert runner_metadata.decode_filler("triton", "cpu", kernel=True) is twin  # no GPU: the twin

@@ -7,9 +7,10 @@ Metadata (one ``AttentionMetadata`` per forward, shared by every layer):
   ``block_table`` [B, max_pages] i32 = page ids
   ``req_to_token[req_pool_indices, 0::128] // 128`` (entries past a request's length are never read).
 - decode: built in ``init_forward_metadata_in_graph`` into per-batch-size buffers allocated outside the graph
-  (``init_cuda_graph_state`` / ``out_graph``), with static-shape device work only (one Triton launch on a GPU with
-  the Triton or Hopper kernels, kernels/triton/decode_metadata.py; its torch twin elsewhere), so a CUDA graph that
-  captured it recomputes it from the runner's static inputs at replay.
+  (``init_cuda_graph_state`` / ``out_graph``), with static-shape device work only (torch ops, or with
+  ``DECODE_FILL_ENV`` "kernel" one Triton launch on a GPU with the Triton or Hopper kernels:
+  atom_mxfp4.runner_metadata), so a CUDA graph that captured it recomputes it from the runner's static inputs at
+  replay.
 - the pa_decode plan (atom_mxfp4.plan) is built beside the metadata, once per batch, and every layer of the step
   reuses it (``AttentionMetadata.pa_decode_plan``): per extend batch in ``out_graph``; for decode one plan for the
   largest batch size, shared by every decode buffer (a plan covers fewer rows) and built in ``init_cuda_graph_state``
@@ -52,6 +53,11 @@ FLASH_PREFILL_ENV = "ATOM_MXFP4_FLASH_PREFILL_ROWS"
 # made by the same static-shape ops). "all": decode batches too (one sync per decode step); "none": no batch
 CHECKS_ENV = "ATOM_MXFP4_SERVER_CHECKS"
 CHECKS = ("extend", "all", "none")
+# how a decode batch's metadata is filled: "torch" (the default until the kernel has run in a server on a GPU: about
+# fifteen torch ops) or "kernel" (one Triton launch where the layers' kernels are compiled ones on a GPU; the same
+# bits: atom_mxfp4.runner_metadata)
+DECODE_FILL_ENV = "ATOM_MXFP4_DECODE_FILL"
+DECODE_FILLS = ("torch", "kernel")
 PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
 
 
@@ -90,8 +96,10 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         logger.info("atom_mxfp4: kernel backend %s on %s (%s)", resolve_backend(self.kernel_backend, device).name,
                     device, f"{KERNEL_BACKEND_ENV}={self.kernel_backend}" if self.kernel_backend else "backend=None")
         self.max_pages = pages_for(self.req_to_token.shape[1])
-        # a decode batch's metadata: one Triton launch where the kernels are compiled ones on a GPU, else torch ops
-        self._fill_decode = decode_filler(self.kernel_backend, device)
+        # a decode batch's metadata: torch ops, or one Triton launch where the kernels are compiled ones on a GPU
+        fill = os.environ.get(DECODE_FILL_ENV, "").strip() or DECODE_FILLS[0]
+        expect(fill in DECODE_FILLS, DECODE_FILL_ENV, f"unset or one of {list(DECODE_FILLS)}", repr(fill))
+        self._fill_decode = decode_filler(self.kernel_backend, device, kernel=fill == "kernel")
         # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
         flash_rows = os.environ.get(FLASH_PREFILL_ENV, "").strip() or None
         expect(flash_rows is None or flash_rows.isdigit(), FLASH_PREFILL_ENV,
