@@ -37,3 +37,17 @@ def _fresh_op_replay():
     op_replay.clear()
     yield
     op_replay.clear()
+
+
+@pytest.fixture
+def compiled_backends_on_cpu(monkeypatch):
+    """The Hopper and Triton backends resolvable on the CPU: their host path runs, every launch recorded (the list
+    yielded: atom_mxfp4.launch.recording), nothing compiled or run."""
+    import _helpers as H
+
+    from atom_mxfp4 import backends, launch
+
+    H.compiled_backends_resolvable(monkeypatch)
+    with launch.recording() as launches:
+        yield launches
+    backends._resolve.cache_clear()

@@ -19,7 +19,7 @@ import torch
 
 import _helpers as H
 
-from atom_mxfp4 import backends, launch, ops
+from atom_mxfp4 import launch, ops
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
@@ -183,18 +183,6 @@ def test_host_integer_helpers_match_triton():
 
 
 # ---- the ops and the layer's step under recording ---------------------------------------------------------------
-_HostReads = H.HostReads
-
-
-@pytest.fixture
-def compiled_backends_on_cpu(monkeypatch):
-    """The Hopper and Triton backends resolvable on the CPU: their host path runs, launches are recorded."""
-    H.compiled_backends_resolvable(monkeypatch)
-    with launch.recording() as launches:
-        yield launches
-    backends._resolve.cache_clear()
-
-
 def _batch(batch=8, context=1000):
     config = LayerConfig()
     pages_per = -(-context // 128)
@@ -255,7 +243,7 @@ def test_ops_and_steps_read_no_tensor_data_once_the_batch_is_checked(compiled_ba
         call(True)  # the first call of the batch: its value checks read data (a sync on a GPU), once
         for check in (False, True):
             launches = len(compiled_backends_on_cpu)
-            with _HostReads() as mode:
+            with H.HostReads() as mode:
                 call(check)
             assert mode.reads == [], f"{backend} {name} check={check} read tensor data on the host: {mode.reads}"
             assert len(compiled_backends_on_cpu) > launches, f"{backend} {name}: nothing launched"
@@ -269,7 +257,7 @@ def test_a_new_batch_is_checked_again(compiled_backends_on_cpu):
     layer = SparseMXFP4Attention(config, weights, backend="hopper")
     layer(qkv, meta, caches)
     meta.slot_mapping.add_(0)  # refilled in place
-    with _HostReads() as mode:
+    with H.HostReads() as mode:
         layer(qkv, meta, caches)
     assert mode.reads, "an in-place refill of the metadata must be checked again"
 

@@ -16,9 +16,8 @@ import collections
 import pytest
 import torch
 
-import _helpers as H
 
-from atom_mxfp4 import backends, launch
+from atom_mxfp4 import launch
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention
 
 pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gluon)")
@@ -28,14 +27,6 @@ PAGE = 128
 # and extend batches (chunked prefill: a prefix and a chunk) of 1 to 5 requests
 DECODE = [(rows, context) for rows in (1, 3, 16, 17, 33) for context in (100, 128, 2048, 2049, 8960)]
 EXTEND = [[(0, 300)], [(0, 16)], [(2048, 512)], [(100, 29), (4000, 1)], [(0, 1), (130, 17), (0, 64), (5, 5), (1, 3)]]
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    H.compiled_backends_resolvable(monkeypatch)
-    with launch.recording() as launches:
-        yield launches
-    backends._resolve.cache_clear()
 
 
 def _run_batch(layers, config, requests):
@@ -51,7 +42,7 @@ def _run_batch(layers, config, requests):
 
 
 @pytest.mark.parametrize("backend", ["hopper", "triton"])
-def test_integers_that_change_with_the_batch_are_not_specialised_on(recorded, backend):
+def test_integers_that_change_with_the_batch_are_not_specialised_on(compiled_backends_on_cpu, backend):
     config = LayerConfig()
     weights = {name: torch.zeros(128) for name in ("q_norm", "k_norm", "idx_q_norm", "idx_k_norm")}
     layers = {True: SparseMXFP4Attention(config, weights, backend=backend),
@@ -65,7 +56,7 @@ def test_integers_that_change_with_the_batch_are_not_specialised_on(recorded, ba
     kinds = collections.defaultdict(lambda: collections.defaultdict(set))  # kernel -> argument -> kinds seen
     forms = collections.defaultdict(set)  # kernel -> the constexpr keywords it was launched with
     functions = {}
-    for record in recorded:  # kernels by module and name: each backend has a _pa_decode_kernel
+    for record in compiled_backends_on_cpu:  # kernels by module and name: each backend has a _pa_decode_kernel
         module = getattr(record.function, "fn", record.function).__module__  # interpreted: the function in .fn
         name = f"{module.rsplit('.', 2)[-2]}.{record.kernel}"
         functions[name] = record.function
