@@ -285,14 +285,12 @@ def describe(kernel, args: tuple, constexprs: dict) -> str:
     loose = not_specialised(kernel)
     parts = []
     for name, arg in zip(names, args):
-        if type(arg) is int and name in loose:
-            if not INT32_MIN <= arg <= INT32_MAX:
-                parts.append(f"{name}>int32")
-        elif type(arg) is int:
-            if arg == 1:
-                parts.append(f"{name}=1")
-            elif arg % 16 == 0:
-                parts.append(f"{name}%16")
+        if type(arg) is int:
+            if name not in loose:
+                if arg == 1:
+                    parts.append(f"{name}=1")
+                elif arg % 16 == 0:
+                    parts.append(f"{name}%16")
             if not INT32_MIN <= arg <= INT32_MAX:
                 parts.append(f"{name}>int32")
         elif isinstance(arg, _Tensor):

@@ -14,8 +14,7 @@ import torch
 from .backends import resolve_backend
 from .kernels.torch.decode_metadata import decode_metadata as _torch_fill
 from .kernels.torch.decode_metadata import page_table, slots
-
-COMPILED = ("triton", "hopper")  # the kernel backends whose device can run the Triton fill
+from .replay import REPLAYABLE_BACKENDS as COMPILED  # the backends whose every launch goes through atom_mxfp4.launch
 
 __all__ = ["decode_filler", "page_table", "slots"]
 

@@ -53,19 +53,23 @@ FLASH_PREFILL_ENV = "ATOM_MXFP4_FLASH_PREFILL_ROWS"
 # made by the same static-shape ops). "all": decode batches too (one sync per decode step); "none": no batch
 CHECKS_ENV = "ATOM_MXFP4_SERVER_CHECKS"
 CHECKS = ("extend", "all", "none")
+CHECKS_SAID = {"extend": "extend batches validated once per batch, decode batches not (as inside their CUDA graphs)",
+               "all": "every batch validated once (a host sync per decode step)", "none": "no batch validated"}
 # how a decode batch's metadata is filled: "torch" (the default until the kernel has run in a server on a GPU: about
 # fifteen torch ops) or "kernel" (one Triton launch where the layers' kernels are compiled ones on a GPU; the same
 # bits: atom_mxfp4.runner_metadata)
 DECODE_FILL_ENV = "ATOM_MXFP4_DECODE_FILL"
 DECODE_FILLS = ("torch", "kernel")
-PADDING_SLOT = 0  # SGLang's allocators never hand out slot 0: padded and dummy tokens "write" there
+# SGLang's allocators never hand out slot 0: padded rows and the dummy batches of graph warm-up and capture put every
+# token there, which our ops would refuse as a duplicate slot; our slot_mapping has NO_SLOT (-1, no write) instead
+PADDING_SLOT = 0
 
 
-def _slot_mapping(out_cache_loc: torch.Tensor) -> torch.Tensor:
-    """SGLang's ``out_cache_loc`` as our slot_mapping: its padding slot 0 becomes NO_SLOT (-1, no write). Padded
-    decode rows and the dummy batches of graph warm-up and capture put every token at slot 0, which our ops refuse
-    as a duplicate slot (two tokens writing one slot). Static-shape: safe inside a captured graph."""
-    return slots(out_cache_loc, PADDING_SLOT)
+def _choice(env: str, choices: tuple) -> str:
+    """The setting ``env`` names: unset or empty is the first of ``choices``; a value not among them is refused."""
+    value = os.environ.get(env, "").strip() or choices[0]
+    expect(value in choices, env, f"unset or one of {list(choices)}", repr(value))
+    return value
 
 
 def _attend_capture_stub(backend, module, qkv, out) -> None:
@@ -97,20 +101,15 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                     device, f"{KERNEL_BACKEND_ENV}={self.kernel_backend}" if self.kernel_backend else "backend=None")
         self.max_pages = pages_for(self.req_to_token.shape[1])
         # a decode batch's metadata: torch ops, or one Triton launch where the kernels are compiled ones on a GPU
-        fill = os.environ.get(DECODE_FILL_ENV, "").strip() or DECODE_FILLS[0]
-        expect(fill in DECODE_FILLS, DECODE_FILL_ENV, f"unset or one of {list(DECODE_FILLS)}", repr(fill))
-        self._fill_decode = decode_filler(self.kernel_backend, device, kernel=fill == "kernel")
+        self._fill_decode = decode_filler(self.kernel_backend, device,
+                                          kernel=_choice(DECODE_FILL_ENV, DECODE_FILLS) == "kernel")
         # the index-K dtype is the pool's (ATOM_MXFP4_INDEX_K_DTYPE when it was built): one source for both
         flash_rows = os.environ.get(FLASH_PREFILL_ENV, "").strip() or None
         expect(flash_rows is None or flash_rows.isdigit(), FLASH_PREFILL_ENV,
                "unset or a whole number of rows >= 0 (0: off)", repr(flash_rows))
         extra = {} if flash_rows is None else {"flash_prefill_rows": int(flash_rows)}
-        self.checks = os.environ.get(CHECKS_ENV, "").strip() or CHECKS[0]
-        expect(self.checks in CHECKS, CHECKS_ENV, f"unset or one of {list(CHECKS)}", repr(self.checks))
-        logger.info("atom_mxfp4: %s (%s)", {"extend": "extend batches validated once per batch, decode batches not "
-                                                      "(as inside their CUDA graphs)",
-                                            "all": "every batch validated once (a host sync per decode step)",
-                                            "none": "no batch validated"}[self.checks],
+        self.checks = _choice(CHECKS_ENV, CHECKS)
+        logger.info("atom_mxfp4: %s (%s)", CHECKS_SAID[self.checks],
                     f"{CHECKS_ENV}={self.checks}" if os.environ.get(CHECKS_ENV, "").strip() else "the default")
         self.configs = {sparse: self.geometry.layer_config(sparse, index_k_dtype=pool.index_k_dtype, **extra)
                         for sparse in (False, True)}
@@ -127,9 +126,6 @@ class AtomMXFP4AttnBackend(AttentionBackend):
             meter.HostMeter(batches).install(self)
 
     # ---- metadata ----
-    def _block_table(self, req_pool_indices: torch.Tensor, max_pages: int) -> torch.Tensor:
-        return page_table(self.req_to_token, req_pool_indices, max_pages)
-
     def _with_plan(self, meta: AttentionMetadata) -> AttentionMetadata:
         """Build the batch's pa_decode plan beside its metadata (a no-op when one covers it): dense and sparse layers
         share it (``LayerConfig.pa_decode_shape``), and the layers find it in ``meta.plans``."""
@@ -177,10 +173,10 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         segments = () if prefix_cpu is None or new_cpu is None else prefill.segments_for(prefix_cpu, new_cpu)
         if sum(s.rows for s in segments) != forward_batch.positions.shape[0]:
             segments = ()  # lists that do not describe these rows (a padded batch): no flash, nothing refused
+        block_table = page_table(self.req_to_token, forward_batch.req_pool_indices, pages).contiguous()
         self.forward_metadata = self._with_plan(AttentionMetadata(
-            positions=forward_batch.positions.long(), slot_mapping=_slot_mapping(forward_batch.out_cache_loc),
-            token_request=rows, block_table=self._block_table(forward_batch.req_pool_indices, pages).contiguous(),
-            segments=segments))
+            positions=forward_batch.positions.long(), slot_mapping=slots(forward_batch.out_cache_loc, PADDING_SLOT),
+            token_request=rows, block_table=block_table, segments=segments))
         self._checked = self._unchecked(decode=False)
 
     def init_forward_metadata_in_graph(self, forward_batch):
