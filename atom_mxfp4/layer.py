@@ -364,7 +364,8 @@ class SparseMXFP4Attention:
 
         From the third layer of a kind on the same metadata, the step is a replay of the second's launches with this
         layer's tensors (atom_mxfp4.replay; ``check=True`` then checks that this layer's tensors match the validated
-        ones). The step's intermediate buffers are then the batch's, shared by those layers: ``return_topk=True``
+        ones); with check=False also on the next batches, where the metadata is refilled in place (a runner's
+        per-batch-size buffers). The step's intermediate buffers are then the batch's, shared by those layers: ``return_topk=True``
         always takes the ordinary path, so the top-k ids it returns are this call's own."""
         if not return_topk:
             done = self._replayed(qkv, meta, caches, check, out)
@@ -517,9 +518,14 @@ class SparseMXFP4Attention:
         none to replay for these tensors (``forward`` then takes its ordinary path)."""
         steps = getattr(meta, "steps", None)
         trace = None if steps is None else steps.get(self._kind)
-        if (trace is None or not trace.launches or (check and not trace.validated)
-                or trace.meta_state != meta_state(meta) or not isinstance(qkv, torch.Tensor)
+        if (trace is None or not trace.launches or not isinstance(qkv, torch.Tensor)
                 or not isinstance(caches, LayerCaches) or capturing(qkv)):
+            return None
+        if trace.meta_state != meta_state(meta):
+            if check or not trace.refilled(meta):
+                return None
+            meta.row_position  # noqa: B018 - the refilled batch's int32 positions, which the launches read
+        elif check and not trace.validated:
             return None
         statics, signatures = self._statics(caches, qkv)
         if signatures != trace.static or signature(qkv) != trace.qkv:

@@ -28,6 +28,7 @@ from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
 from .layout import (HEAD_DIM, MAX_GROUP, MAX_INDEX_BLOCKS, MAX_INDEX_HEADS, MAX_PAGES_PER_BLOCK,  # noqa: F401
                      MAX_TOPK, NO_BLOCK, NO_SLOT, PAGE_SIZE, qkv_width)
 from .plan import DecodePlan, check_plan, plan_device
+from .replay import derived
 
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 Q_DTYPES = (torch.bfloat16, torch.float8_e4m3fn)
@@ -502,6 +503,7 @@ def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
         tables = (pages[:, None, :] * num_kv_heads + heads[None, :, None]).reshape(-1, pages.shape[1])
         result = tables, lens.repeat_interleave(num_kv_heads)
     if not capturing:
+        derived(*result)  # made from the metadata's values: a step trace reading them does not outlive a refill
         _dense_kept.append((key, [weakref.ref(t) for t in inputs], result, (result[0]._version, result[1]._version)))
         del _dense_kept[:max(0, len(_dense_kept) - DENSE_TABLES_KEPT)]
     return result

@@ -18,15 +18,24 @@ A trace is made only where a replay is exactly the call it stands for (``Trace.b
   trace's stream), so each layer's kernels read what its own earlier kernels wrote.
 
 A replay happens only while nothing a traced decision rests on has changed: the metadata tensors (the same objects,
-versions unchanged: an in-place refill makes a new trace), the stream and device, and each of the layer's tensors'
+addresses, shapes, strides and dtypes, and ``segments``), the stream and device, and each of the layer's tensors'
 shape, strides, dtype and address modulo 16 (what the compiled kernels were specialised on). Under CUDA-graph capture
 no trace is made or replayed (buffers made outside a capture would outlive its pool), nor while a launch hook is set.
+
+The metadata refilled in place for the next batch (new values in the same tensors, as a runner's per-batch-size
+buffers are: torch's version counters move) keeps a batch's trace for ``check=False`` steps: with check=False the host
+path reads no tensor data (atom_mxfp4.op_replay), so the same shapes give the same launches, which read the new values
+at the same addresses. What the launches read that was made from the old values on the host path is remade first:
+the int32 positions (``AttentionMetadata.row_position``, refreshed before such a replay). A trace that reads any
+other buffer made by torch from the metadata (``derived``: the dense tables of ``ops.dense_tables``) is not replayed
+after a refill. ``check=True`` after a refill takes the ordinary path (the new values are validated) and traces anew.
 """
 
 from __future__ import annotations
 
 import bisect
 import collections
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -108,10 +117,27 @@ class Guard(TorchDispatchMode):
         return result
 
 
+_derived: list = []  # weak references to buffers torch made from a batch's metadata values (``derived``)
+
+
+def derived(*tensors: torch.Tensor) -> None:
+    """Declare ``tensors`` made by torch ops from a batch's metadata values on a step's host path (a replay does not
+    remake them): a trace whose launches read one is not replayed once the metadata is refilled in place."""
+    _derived[:] = [ref for ref in _derived if ref() is not None]
+    _derived.extend(weakref.ref(t) for t in tensors)
+
+
+def reads_derived(tensors) -> bool:
+    """Whether any of ``tensors`` lies inside a live ``derived`` buffer."""
+    spans = Spans([ref() for ref in _derived])
+    return any(spans.find(t.data_ptr()) is not None for t in tensors if t.numel())
+
+
 class Trace:
     """A traced step (module docstring): what it was traced with, and its launches ready for ``launch.replay``."""
 
-    __slots__ = ("meta_state", "refs", "stream", "qkv", "out", "static", "launches", "validated", "keep")
+    __slots__ = ("meta_state", "refs", "stream", "qkv", "out", "static", "launches", "validated", "keep", "where",
+                 "segments", "refillable")
 
     def __init__(self, meta, stream: int = 0, qkv=None, out=None, static=None, launches: tuple | None = None,
                  validated: bool = False, keep: tuple = ()):
@@ -122,6 +148,21 @@ class Trace:
         self.refs = (meta.positions, meta.slot_mapping, meta.token_request, meta.block_table)
         self.stream, self.qkv, self.out, self.static = stream, qkv, out, static
         self.launches, self.validated, self.keep = launches, validated, keep
+        # what a replay after an in-place refill needs unchanged (module docstring); asked only of traces that launch
+        self.refillable = bool(launches) and not reads_derived(keep)
+        self.where = where(meta) if self.refillable else None
+        self.segments = meta.segments if self.refillable else None
+
+    def refilled(self, meta) -> bool:
+        """Whether ``meta`` is this trace's metadata refilled in place (the same tensors, addresses and layout, other
+        versions) and the trace may replay on it; then takes the new versions as its own and is no longer
+        validated (a check=True step validates the new values on its ordinary path)."""
+        state = meta_state(meta)
+        if (not self.refillable or state[:4] != self.meta_state[:4] or meta.segments is not self.segments
+                or where(meta) != self.where):
+            return False
+        self.meta_state, self.validated = state, False
+        return True
 
     @staticmethod
     def build(traced: list, inputs: tuple) -> tuple[tuple, tuple] | None:
@@ -181,6 +222,12 @@ def retain(trace: "Trace") -> None:
     while len(_retained) > RETAINED:
         old = _retained.popleft()
         old.launches, old.keep = None, ()
+
+
+def where(meta) -> tuple:
+    """The metadata tensors' addresses and layout (what a refill must leave as it was)."""
+    return tuple([t.data_ptr() for t in (meta.positions, meta.slot_mapping, meta.token_request,
+                                         meta.block_table)]), layout(meta)
 
 
 def meta_state(meta) -> tuple:

@@ -283,3 +283,74 @@ def test_at_most_retained_traces_hold_their_buffers(recorded, monkeypatch):
     assert next(iter(metas[0].steps.values())).keep == ()
     assert not _replayed(_step(recorded, layers[2], metas[0]))  # traced again,
     assert _replayed(_step(recorded, layers[1], metas[0]))  # then replayed
+
+
+def _refill(meta):
+    """Another decode batch in the same tensors, as a runner's per-batch-size buffers get it: new positions and
+    slots (one token earlier in the same page), the table written again, all in place (their versions move)."""
+    meta.positions.sub_(1)
+    meta.slot_mapping.sub_(1)
+    meta.block_table.add_(0)
+
+
+@pytest.mark.parametrize("backend,sparse", [("hopper", True), ("hopper", False), ("triton", True)])
+def test_a_batch_refilled_in_place_replays_unchecked_from_its_first_layer(recorded, backend, sparse):
+    """The server's decode batches: the same metadata tensors refilled for each batch. With check=False the first
+    layer of the next batch replays the trace (no ordinary path, no new trace), after refreshing the int32 positions
+    the launches read; the replay launches what the batch's own ordinary path launches."""
+    meta, (a, b, c, d) = _layers(LayerConfig(sparse=sparse), backend)
+    for layer in (a, b, c):
+        layer(meta, check=False)
+    trace = meta.steps[a.layer._kind]
+    rows = meta.row_position
+    _refill(meta)
+    assert _replayed(_step(recorded, d, meta, check=False))
+    assert meta.steps[a.layer._kind] is trace  # kept, not traced again
+    assert meta.row_position is rows and torch.equal(rows, meta.positions.int())  # refreshed in its buffer
+    replayed = _step(recorded, a, meta, check=False)
+    assert _replayed(replayed)
+    ordinary = _step(recorded, a, meta, check=False, return_topk=True)
+    assert [(r.kernel, r.grid, r.constexprs) for r in replayed] == [(r.kernel, r.grid, r.constexprs) for r in ordinary]
+    for got, want in zip(replayed, ordinary):
+        for position, arg in enumerate(want.args):
+            if not isinstance(arg, torch.Tensor):
+                assert got.args[position] == arg, (got.kernel, position)
+            elif any(arg is t for t in (meta.positions, meta.slot_mapping, meta.token_request, meta.block_table,
+                                         rows)):
+                assert got.args[position] == arg.data_ptr(), (got.kernel, position)  # the refilled metadata
+
+
+def test_a_refill_is_not_replayed_where_a_check_or_the_metadata_layout_asks_for_the_ordinary_path(recorded):
+    meta, (a, b, c, d) = _layers(LayerConfig(), "hopper")
+    for layer in (a, b):
+        layer(meta, check=False)
+    _refill(meta)
+    assert not _replayed(_step(recorded, c, meta, check=True))  # new values: validated on the ordinary path
+    assert _replayed(_step(recorded, d, meta, check=True))  # (traced anew, validated)
+    # refilled after a metadata tensor was replaced by another (same shape, another address) or segments were
+    # reassigned: traced anew
+    for change in (lambda m: setattr(m, "slot_mapping", m.slot_mapping.clone()),
+                   lambda m: setattr(m, "block_table", m.block_table.clone()),
+                   lambda m: setattr(m, "segments", m.segments[:1] + m.segments[1:])):  # equal, not the same
+        change(meta)
+        _refill(meta)
+        assert not _replayed(_step(recorded, a, meta, check=False))
+        assert _replayed(_step(recorded, b, meta, check=False))
+        _refill(meta)
+        assert _replayed(_step(recorded, c, meta, check=False))  # and its refills replay again
+
+
+def test_a_step_reading_tables_torch_made_from_the_metadata_is_not_replayed_after_a_refill(recorded):
+    """The Triton dense step reads ops.dense_tables' tables, made by torch ops from the metadata's values (kept per
+    batch, declared replay.derived): a replay after a refill would read the last batch's tables."""
+    meta, (a, b, c, d) = _layers(LayerConfig(sparse=False), "triton")
+    for layer in (a, b):
+        layer(meta, check=False)
+    trace = meta.steps[a.layer._kind]
+    assert trace.launches and not trace.refillable
+    assert _replayed(_step(recorded, c, meta, check=False))
+    meta.block_table[0, 0] = meta.block_table[1, 0]  # another page for request 0
+    stale = [r for r in _step(recorded, d, meta, check=False)]
+    assert not _replayed(stale)  # the ordinary path: new tables
+    tables = next(r for r in stale if r.kernel.endswith("pa_decode_kernel")).args
+    assert any(isinstance(t, torch.Tensor) and t.dim() == 2 and t[0, 0] == meta.block_table[1, 0] for t in tables)

@@ -4,7 +4,8 @@ Four layers of one kind (their own weights, caches and inputs) run a chunked pre
 metadata per step, as a model runner does: the first layer takes the ordinary path, the second is traced, the third
 and fourth are replays. The same layers run each step on metadata of their own (every step the ordinary path) on
 copies of the caches. Outputs and every cache byte must be equal, bit for bit; decode refills the runner's metadata
-in place between steps (each step traced again). The CPU tests (tests/test_replay.py) check what a replay launches.
+in place between steps: with the first layer checked each decode step is traced again, unchecked (the SGLang server's
+decode batches) the next decode step replays its first layer too, reading the refilled values. The CPU tests (tests/test_replay.py) check what a replay launches.
 """
 
 import pytest
@@ -29,9 +30,10 @@ def _records(caches):
     return [None if c is None else c.records for c in (caches.k, caches.v, caches.index_k)]
 
 
+@pytest.mark.parametrize("check_first", [True, False])
 @pytest.mark.parametrize("backend,sparse", [("hopper", True), ("hopper", False), ("triton", True),
                                             ("triton", False)])
-def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse):
+def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse, check_first):
     config = LayerConfig(sparse=sparse, max_position=4096)
     requests = [make_request(config, n + 4, needles=[n // 3], seek_from=n, seed=11 + b)
                 for b, n in enumerate(PROMPTS)]
@@ -46,7 +48,7 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse):
     steps = [([0] * len(PROMPTS), half), (half, [n - h for n, h in zip(PROMPTS, half)])]
     steps += [([n + i for n in PROMPTS], [1] * len(PROMPTS)) for i in range(3)]
     runner_meta = None  # decode: one metadata refilled in place, as a runner's buffers
-    replayed = 0
+    replayed = refill_replays = 0
     for prefix, new in steps:
         step = AttentionMetadata.for_requests(block_table, prefix, new)
         if new[0] == 1:
@@ -58,10 +60,11 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse):
             meta = runner_meta
         else:
             meta = step
+        kept = dict(meta.steps)
         for i, layer in enumerate(layers):
             # a different token mix per layer: the layers' inputs differ, as in a model
             qkv = torch.cat([r.qkv[p : p + n].roll(i, dims=-1) for r, p, n in zip(requests, prefix, new)]).to(DEV)
-            got = layer(qkv, meta, shared[i], check=(i == 0))
+            got = layer(qkv, meta, shared[i], check=check_first and i == 0)
             alone = AttentionMetadata.for_requests(block_table, prefix, new)
             want = layer(qkv, alone, own[i], return_topk=True)[0]
             assert torch.equal(got.view(torch.int16), want.view(torch.int16)), f"layer {i}: output differs"
@@ -70,7 +73,12 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse):
                     assert torch.equal(mine, ref), f"layer {i}: cache bytes differ"
         trace = next(iter(meta.steps.values()))
         replayed += bool(trace.launches)
+        refill_replays += bool(kept) and all(meta.steps[k] is t for k, t in kept.items())
     # every kind replays (the Triton dense step's tables are made once per batch: ops.dense_tables), except a sparse
     # prefill step whose index runs the tiled scorer (LayerConfig.index_tile_rows: torch work on the tiles)
     tiled = sum(sparse and max(new) >= config.index_tile_rows for _, new in steps)
     assert replayed == len(steps) - tiled, "a step of four layers on one metadata was not replayed"
+    # unchecked, the second and third decode steps replay the first's trace (refilled metadata), except the Triton
+    # dense step's: it reads tables torch made from the last batch's values (replay.derived)
+    want = 0 if check_first or (backend == "triton" and not sparse) else 2
+    assert refill_replays == want, f"{refill_replays} decode steps replayed a trace kept from the last batch"

@@ -13,7 +13,9 @@ the traced step (atom_mxfp4.replay), what every layer after the second of a batc
 same step on its ordinary path (``return_topk=True`` takes it): what the first two layers of a batch cost.
 ``model_sparse_per_layer``: a forward batch as a model runner issues it, per layer: a new ``AttentionMetadata`` (the
 same tensors and plans) and ``MODEL_LAYERS`` sparse layers, each with its own caches, the first one checked when
-check=True. Never asserts a time.
+check=True. ``model_refilled_per_layer``: the same on one metadata refilled in place for each batch (its tensors'
+versions bumped, as a runner's per-batch-size buffers; the SGLang server's decode batches): with check=False every
+layer replays the last batch's trace (atom_mxfp4.replay). Never asserts a time.
 
 Writes ``<label>.json``, ``<label>.md`` and ``ledger_rows_<label>.csv`` (one row per number, the ledger's columns:
 atom_mxfp4.evals.ledger) into ``--out``; with ``--compare BASE.json`` (the same script run on an earlier commit, in the
@@ -46,7 +48,8 @@ from atom_mxfp4.backends import available_backends  # noqa: E402
 from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, SparseMXFP4Attention  # noqa: E402
 
 OPS = ("write", "index_topk", "sparse_tables", "pa_decode", "attend_sparse", "attend_dense", "step_sparse",
-       "step_dense", "step_sparse_ordinary", "step_dense_ordinary", "model_sparse_per_layer")
+       "step_dense", "step_sparse_ordinary", "step_dense_ordinary", "model_sparse_per_layer",
+       "model_refilled_per_layer")
 MODEL_LAYERS = 8  # model_sparse_per_layer: a forward batch of this many sparse layers, per layer
 TARGET_US = {False: 20.0, True: 40.0}  # issue 39: per op, host time per call (check=False / True)
 STEP_TARGET_US = 80.0  # a whole sparse layer step
@@ -106,6 +109,12 @@ def _calls(backend: str, batch: int, context: int, device: torch.device, setup_b
         for i, (layer, layer_caches) in enumerate(model):
             layer(qkv[True], step, layer_caches, check=check and i == 0)
 
+    def refilled_batch_of_layers(check):
+        for tensor in (meta.positions, meta.slot_mapping, meta.token_request, meta.block_table):
+            torch.autograd.graph.increment_version(tensor)  # the runner's in-place refill (kernel time not counted)
+        for i, (layer, layer_caches) in enumerate(model):
+            layer(qkv[True], meta, layer_caches, check=check and i == 0)
+
     return {
         "write": lambda check: ops.fused_qknorm_rope_write(
             qkv[True], meta.positions, w["q_norm"], w["k_norm"], w["idx_q_norm"], w["idx_k_norm"], cos_sin,
@@ -131,6 +140,7 @@ def _calls(backend: str, batch: int, context: int, device: torch.device, setup_b
         "step_dense_ordinary": lambda check: layers[False](qkv[False], meta, caches[False], check=check,
                                                            return_topk=True),
         "model_sparse_per_layer": batch_of_layers,
+        "model_refilled_per_layer": refilled_batch_of_layers,
     }
 
 
@@ -206,7 +216,7 @@ def measure(backend: str, batch: int, context: int, calls: int, device: torch.de
         if profile_dir is not None and op in ("step_sparse", "pa_decode", "write"):
             profile(call, calls, profile_dir / f"profile_{backend}_{batch}_{op}.txt")
         row = {"backend": backend, "batch": batch, "context": context, "op": op}
-        per = MODEL_LAYERS if op == "model_sparse_per_layer" else 1
+        per = MODEL_LAYERS if op.startswith("model_") else 1
         n = max(1, calls // per)
         for check in (False, True):
             call(True)  # the batch's values checked once, as by the first layer of a step
