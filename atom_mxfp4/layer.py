@@ -365,8 +365,8 @@ class SparseMXFP4Attention:
         From the third layer of a kind on the same metadata, the step is a replay of the second's launches with this
         layer's tensors (atom_mxfp4.replay; ``check=True`` then checks that this layer's tensors match the validated
         ones); with check=False also on the next batches, where the metadata is refilled in place (a runner's
-        per-batch-size buffers). The step's intermediate buffers are then the batch's, shared by those layers: ``return_topk=True``
-        always takes the ordinary path, so the top-k ids it returns are this call's own."""
+        per-batch-size buffers). The step's intermediate buffers are then the batch's, shared by those layers:
+        ``return_topk=True`` always takes the ordinary path, so the top-k ids it returns are this call's own."""
         if not return_topk:
             done = self._replayed(qkv, meta, caches, check, out)
             if done is not None:

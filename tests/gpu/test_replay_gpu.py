@@ -5,7 +5,8 @@ metadata per step, as a model runner does: the first layer takes the ordinary pa
 and fourth are replays. The same layers run each step on metadata of their own (every step the ordinary path) on
 copies of the caches. Outputs and every cache byte must be equal, bit for bit; decode refills the runner's metadata
 in place between steps: with the first layer checked each decode step is traced again, unchecked (the SGLang server's
-decode batches) the next decode step replays its first layer too, reading the refilled values. The CPU tests (tests/test_replay.py) check what a replay launches.
+decode batches) the next decode step replays its first layer too, reading the refilled values. The CPU tests
+(tests/test_replay.py) check what a replay launches.
 """
 
 import pytest
