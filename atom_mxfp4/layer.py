@@ -396,6 +396,7 @@ class SparseMXFP4Attention:
             topk_blocks = self._launches(qkv, meta, caches, w, out)
             return (out, topk_blocks) if return_topk else out
         clean = proven(key)
+        meta.row_position  # noqa: B018 - converted (a copy, which the Guard refuses) before the trace, not inside it
         with launch.tracing() as traced, (Guard() if clean is None else contextlib.nullcontext()) as guard:
             self._launches(qkv, meta, caches, w, out)
         if clean is None:
@@ -490,8 +491,11 @@ class SparseMXFP4Attention:
         if self._flash(meta) or self._tiled(meta):  # torch work on host ints / the tiles: never traced
             meta.steps[self._kind] = Trace(meta, launches=())
             return None
-        seen = meta.steps.get(self._kind)
-        first = seen is None or seen.meta_state != meta_state(meta)
+        seen, state = meta.steps.get(self._kind), meta_state(meta)
+        # first: no step of this kind seen on this metadata, as it is now or (a mark left) in an earlier fill of the
+        # same tensors (so a model of one layer per kind traces its second batch and replays from the third)
+        first = seen is None or (seen.meta_state != state and (seen.launches is not None
+                                                               or seen.meta_state[:4] != state[:4]))
         if not first and seen.launches is not None:
             if check and seen.launches and not seen.validated and self._matches(seen, qkv, caches, out):
                 seen.validated = True

@@ -501,6 +501,52 @@ def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch, new, 
         replay._proven.clear()
 
 
+def test_decode_batches_in_the_same_buffers_replay_from_their_first_layer(monkeypatch):
+    """The server's eager decode: each batch size has its metadata buffers, refilled in place for every batch
+    (unchecked under the default check policy). The pool's one dense and one sparse layer: the first decode batch
+    leaves a mark per kind, the second is traced, and from the third on every layer, the first of its kind included,
+    replays the trace (atom_mxfp4.replay) on the Hopper backend, its launches recorded on the CPU."""
+    from sglang.srt.models.minimax_m3 import MiniMaxM3Attention
+
+    from atom_mxfp4 import backends, launch, replay
+    from atom_mxfp4.model_patches.sglang.backend import CHECKS_ENV
+
+    monkeypatch.delenv(CHECKS_ENV, raising=False)
+    H.compiled_backends_resolvable(monkeypatch)
+    replay._proven.clear()
+    try:
+        backend, req_to_token = make_setup()
+        backend.kernel_backend = "hopper"
+        gen = torch.Generator().manual_seed(7)
+        modules = [StandInAttention(layer, sparse, (backend.configs[sparse].num_q_heads
+                                                    + 2 * backend.configs[sparse].num_kv_heads) * 128, gen)
+                   for layer, sparse in ((0, False), (1, True))]
+        replayed, metas = [], []
+        with launch.recording() as launches, forward_context(ForwardContext(attn_backend=backend)):
+            for step in range(5):
+                done = {0: 200 + step, 1: 100 + step} if step else {0: 0, 1: 0}
+                new = {0: 1, 1: 1} if step else {0: 200, 1: 100}
+                fb = forward_batch(backend, req_to_token, done, new)
+                backend.init_forward_metadata(fb)
+                metas.append(backend.forward_metadata)
+                per_layer = []
+                for module in modules:
+                    launches.clear()
+                    hidden = torch.randn(fb.positions.numel(), backend.configs[module.is_sparse_attention_layer]
+                                         .qkv_width, generator=gen).bfloat16()
+                    MiniMaxM3Attention.forward(module, fb.positions, hidden, fb)
+                    per_layer.append(bool(launches) and all(not isinstance(a, torch.Tensor)
+                                                            for r in launches for a in r.args))
+                replayed.append(per_layer)
+                if step:
+                    assert torch.equal(backend.forward_metadata.row_position, fb.positions.int())
+        assert all(m is metas[1] for m in metas[1:])  # one decode buffer, refilled
+        assert replayed == [[False, False], [False, False], [False, False], [True, True], [True, True]]
+    finally:
+        backends._resolve.cache_clear()
+        replay._proven.clear()
+
+
 @pytest.mark.parametrize("policy, decode_reads", [(None, False), ("all", True), ("none", False)])
 def test_decode_batches_are_not_validated_unless_asked(monkeypatch, policy, decode_reads):
     """The server's check policy (backend.CHECKS_ENV): an extend batch's first layer of each kind validates the step,
