@@ -461,12 +461,17 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     impl = resolve_backend(backend, q.device)
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=tables.shape[1], group=q.shape[1], device=q.device)
-    softmax_scale, scale_tensor = float(softmax_scale), isinstance(query_scale, torch.Tensor)
+    _pa_decode(impl, out, q, k_records, v_records, tables, context_lens, float(softmax_scale), query_scale, plan)
+    return out
+
+
+def _pa_decode(impl, out, q, k_records, v_records, tables, context_lens, softmax_scale: float, query_scale, plan):
+    """The backend's pa_decode, or a replay of its launches (atom_mxfp4.op_replay), checks done."""
+    scale_tensor = isinstance(query_scale, torch.Tensor)
     op_replay.run(("pa_decode", softmax_scale, None if scale_tensor else query_scale), impl.name,
                   (out, q, k_records, v_records, tables, context_lens, query_scale if scale_tensor else None),
                   lambda: impl.pa_decode(out, q, k_records, v_records, tables, context_lens,
                                          softmax_scale=softmax_scale, query_scale=query_scale, plan=plan), plan)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -571,7 +576,10 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
                        query_scale=query_scale, plan=plan)
 
     if not sparse and not hasattr(impl, "attend"):
-        run()  # dense_tables' torch work (or its kept tables) never replays: no key to make
+        # the batch's tables (torch work, or the ones kept: dense_tables), then pa_decode over them, which replays as
+        # that op does (the tables are its arguments: a replay reads this batch's)
+        tables, lens = dense_tables(block_table, row_request, row_position, num_kv_heads=num_kv_heads)
+        _pa_decode(impl, out, q, k_records, v_records, tables, lens, softmax_scale, query_scale, plan)
         return out
     op_replay.run(("attend", num_kv_heads, pages_per_block, softmax_scale, None if scale_tensor else query_scale),
                   impl.name, (out, q, k_records, v_records, block_table, row_request, row_position, topk_blocks,

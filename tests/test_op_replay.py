@@ -8,8 +8,9 @@ and later replay with this call's addresses and fresh allocations. Proven here, 
   scalars equal; each tensor argument at the same offset into the same input, into the returned tensor, or (the
   plan's workspace) at the same address; its returned tensors are new, as the ordinary path makes them;
 - mark, trace, replay; another scalar, dtype, stride, alignment or plan is another key (the ordinary path);
-- a trace is refused where the backend runs torch work or launches a tensor the call neither got nor made, never made
-  for the Triton dense attend, never made or replayed when off or inside a layer's trace; ``clear()`` forgets;
+- a trace is refused where the backend runs torch work or launches a tensor the call neither got nor made (the
+  Triton dense attend's tables, made by torch, are given to a pa_decode replay as its arguments), never made or
+  replayed when off or inside a layer's trace; ``clear()`` forgets;
 - under check=True the checks run before a replay: a bad argument is still refused by name.
 """
 
@@ -32,7 +33,7 @@ pytest.importorskip("triton.experimental.gluon", reason="needs triton >= 3.6 (Gl
 
 CPU = torch.device("cpu")
 OPS = ("write", "index_topk", "pa_decode", "attend_sparse", "attend_dense")  # (build_sparse_tables: never, below)
-CASES = [(b, op) for b in ("hopper", "triton") for op in OPS if (b, op) != ("triton", "attend_dense")]
+CASES = [(b, op) for b in ("hopper", "triton") for op in OPS]
 
 
 @pytest.fixture
@@ -297,10 +298,22 @@ def test_both_guards_accept_and_refuse_the_same_tensors():
         assert {name: guard.check(t) for name, t in others.items()} == want, type(guard).__name__
 
 
-def test_the_triton_dense_attend_never_reaches_op_replay(recorded):
+def test_the_triton_dense_attend_replays_its_decode_over_the_batch_tables(recorded):
+    """The Triton dense attend: the batch's tables by torch (ops.dense_tables: made once per batch, kept), then
+    pa_decode over them, which replays as the op does. A replay reads the tables of the metadata it is given: after
+    an in-place write of the block table, new ones."""
     call = _calls("triton")["attend_dense"]
-    assert [_kind(call.fresh()(recorded)[1]) for _ in range(4)] == ["ordinary"] * 4
-    assert not op_replay.traces() and not op_replay.marked()
+    kinds = [_kind(call(recorded)[1]) for _ in range(4)]
+    assert kinds == ["ordinary", "ordinary", "replay", "replay"]
+    assert [head[0][0] for head, _ in op_replay.traces()] == ["pa_decode"]
+    block_table, row_request, row_position = call.args[4:7]
+    tables, _ = ops.dense_tables(block_table, row_request, row_position, num_kv_heads=1)
+    assert tables.data_ptr() in call(recorded)[1][0].args
+    block_table[0, 0] = block_table[0, 1]
+    fresh, _ = ops.dense_tables(block_table, row_request, row_position, num_kv_heads=1)
+    assert fresh is not tables and int(fresh[0, 0]) == int(block_table[0, 1])
+    result, launches = call(recorded)
+    assert _kind(launches) == "replay" and fresh.data_ptr() in launches[0].args
 
 
 def test_a_call_that_launches_nothing_and_runs_torch_work_is_refused(recorded):
