@@ -3,7 +3,7 @@
 - ``decode_filler(kernel_backend, device)``: the function that fills a decode batch's ``positions`` / ``slot_mapping``
   / ``block_table`` buffers in place (kernels/triton/decode_metadata.py documents what is filled): one pre-bound
   Triton launch where the layer's kernels are compiled ones (the Triton or Hopper backend) on a GPU, else its torch
-  twin (kernels/torch/decode_metadata.py, about fifteen torch ops), the same bits. Chosen once, by the caller.
+  twin (kernels/torch/decode_metadata.py, six torch ops), the same bits. Chosen once, by the caller.
 - ``page_table`` (an extend batch's block table) and ``slots`` (the runner's padding slot as NO_SLOT): torch ops.
 """
 

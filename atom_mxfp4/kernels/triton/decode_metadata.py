@@ -5,8 +5,8 @@ Per row ``b`` of the batch: ``positions[b] = seq_lens[b] - 1``; ``slot_mapping[b
 req_to_token[req_pool_indices[b], 128 p] >> 7`` for every ``p < block_table.shape[1]`` (the page holding the
 request's token ``128 p``; entries past the request's length are whatever the map holds there, never read).
 
-The torch twin (kernels/torch/decode_metadata.py) is the same expressions as torch ops, about fifteen launches and as
-many Python calls on the host of an eager step; here one pre-bound launch (``atom_mxfp4.launch``), static shapes, no
+The torch twin (kernels/torch/decode_metadata.py) is the same values from torch ops, six launches and as many
+Python calls on the host of an eager step; here one pre-bound launch (``atom_mxfp4.launch``), static shapes, no
 sync: inside a CUDA graph it is captured like the attention after it. Bit-exact to the twin (tests/
 test_decode_metadata.py): integer copies, a shift for the floor division by 128.
 """

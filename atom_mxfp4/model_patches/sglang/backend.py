@@ -55,8 +55,8 @@ CHECKS_ENV = "ATOM_MXFP4_SERVER_CHECKS"
 CHECKS = ("extend", "all", "none")
 CHECKS_SAID = {"extend": "extend batches validated once per batch, decode batches not (as inside their CUDA graphs)",
                "all": "every batch validated once (a host sync per decode step)", "none": "no batch validated"}
-# how a decode batch's metadata is filled: "torch" (the default until the kernel has run in a server on a GPU: about
-# fifteen torch ops) or "kernel" (one Triton launch where the layers' kernels are compiled ones on a GPU; the same
+# how a decode batch's metadata is filled: "torch" (the default until the kernel has run in a server on a GPU: six torch
+# ops) or "kernel" (one Triton launch where the layers' kernels are compiled ones on a GPU; the same
 # bits: atom_mxfp4.runner_metadata)
 DECODE_FILL_ENV = "ATOM_MXFP4_DECODE_FILL"
 DECODE_FILLS = ("torch", "kernel")
