@@ -14,6 +14,11 @@ is a new tensor), the same version counter (every in-place torch op on the tenso
 the tensor's pointer outside torch: a custom kernel, or a CUDA graph replay refilling a captured buffer. A caller
 whose metadata is refilled that way and who wants it checked again calls ``forget(tensor)`` (or passes a new tensor).
 At most ``LIMIT`` passed checks are remembered (the oldest forgotten first).
+
+Attribute checks run on every call, but their outcome depends only on each tensor's dtype, device, sizes and
+strides and on the scalars: ``attributes`` remembers, per op, the tensors' signatures that passed (torch's C++
+``TensorGuards``, as op replay keys its traces: about a microsecond for ten tensors, against several for the checks
+written in Python) and runs the checks only for signatures not seen to pass.
 """
 
 from __future__ import annotations
@@ -22,8 +27,14 @@ import weakref
 from collections import OrderedDict
 from typing import Callable
 
+import torch
+
+from .op_replay import _guard
+
 LIMIT = 4096
 _passed: OrderedDict = OrderedDict()  # key -> weak references to the key's tensors
+ATTRIBUTE_GUARDS = 8  # signatures remembered per (op, scalars), the oldest forgotten first
+_attributes: dict = {}  # (op, scalars, their types, absent tensors) -> [guards of signatures that passed]
 
 
 def _state(tensor) -> tuple:
@@ -43,6 +54,34 @@ def once(name: str, tensors: tuple, bounds: tuple, check: Callable[[], None]) ->
         _passed.popitem(last=False)
 
 
+def attributes(name: str, scalars: tuple, tensors: tuple, check: Callable[[], None]) -> None:
+    """Run ``check()`` (the attribute checks of op ``name``: raises on a bad argument) unless it passed for tensors
+    of the same dtypes, devices, sizes and strides (None where absent alike) and equal ``scalars`` of the same types
+    (module docstring). Anything that is not a plain tensor never matches a remembered signature."""
+    present = [t for t in tensors if t is not None]
+    key = (name, scalars, tuple(map(type, scalars)), len(present),
+           tuple([i for i, t in enumerate(tensors) if t is None]) if len(present) < len(tensors) else ())
+    try:
+        guards = _attributes.get(key)
+    except TypeError:  # an unhashable scalar (a list for a number): the checks name it
+        check()
+        return
+    if guards is not None:
+        for guard in guards:
+            if guard.check(*present):
+                return
+    check()
+    if not all(type(t) is torch.Tensor for t in present):
+        return  # (a subclass or a stand-in that passed: checked again at every call)
+    if guards is None:
+        if len(_attributes) >= LIMIT:
+            _attributes.clear()
+        guards = _attributes[key] = []
+    elif len(guards) >= ATTRIBUTE_GUARDS:
+        del guards[0]
+    guards.append(_guard(present))
+
+
 def forget(*tensors) -> None:
     """Check these tensors' values again at their next use (after a write torch does not see: module docstring)."""
     ids = {id(t) for t in tensors}
@@ -53,3 +92,4 @@ def forget(*tensors) -> None:
 def clear() -> None:
     """Forget every passed check (tests)."""
     _passed.clear()
+    _attributes.clear()

@@ -21,7 +21,7 @@ import torch
 from . import op_replay
 from .backends import resolve_backend
 from .cache import as_records, index_k_dtype_of, index_records
-from .checked import once
+from .checked import attributes, once
 from .errors import (expect, expect_contiguous, expect_device, expect_dtype, expect_int, expect_positive,
                      expect_shape, fail, is_number)
 from .format import DEFAULT_CACHE_SCALE_MODE, ScaleMode
@@ -90,12 +90,17 @@ def check_write_args(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_we
                      num_index_heads, rotary_dim, eps, q_dtype) -> None:
     """Everything fused_qknorm_rope_write checks with check=True (caches already as records); host syncs for the
     value checks. The layer runs it before its first write, so a refused step writes nothing."""
-    if not _write_args_ok(qkv, positions, (q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight),
-                          cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads, num_kv_heads,
-                          num_index_heads, rotary_dim, eps, q_dtype):
-        _check_write_attributes(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight,
-                                cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads,
-                                num_kv_heads, num_index_heads, rotary_dim, eps, q_dtype)
+    def named():
+        if not _write_args_ok(qkv, positions, (q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight),
+                              cos_sin_cache, slot_mapping, k_records, v_records, i_records, num_q_heads,
+                              num_kv_heads, num_index_heads, rotary_dim, eps, q_dtype):
+            _check_write_attributes(qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight,
+                                    idx_k_norm_weight, cos_sin_cache, slot_mapping, k_records, v_records, i_records,
+                                    num_q_heads, num_kv_heads, num_index_heads, rotary_dim, eps, q_dtype)
+
+    attributes("write", (num_q_heads, num_kv_heads, num_index_heads, rotary_dim, eps, q_dtype),
+               (qkv, positions, q_norm_weight, k_norm_weight, idx_q_norm_weight, idx_k_norm_weight, cos_sin_cache,
+                slot_mapping, k_records, v_records, i_records), named)
     pages = k_records.shape[0]
 
     def values():
@@ -223,6 +228,12 @@ def check_rows(block_table, row_request, row_position, rows: int, device, pages:
     """The rows' metadata, as index_topk / build_sparse_tables check it: block_table [B, W] i32 contiguous,
     row_request / row_position [rows] i32 in range, every page a row can see in [0, pages). Host syncs.
     ``names``: how the messages call the three (the layer names its metadata fields)."""
+    _rows_attributes(block_table, row_request, row_position, rows, device, names)
+    _rows_values(block_table, row_request, row_position, pages, block_tokens, pages_per_block, names)
+
+
+def _rows_attributes(block_table, row_request, row_position, rows: int, device,
+                     names: tuple[str, str, str] = ("block_table", "row_request", "row_position")) -> None:
     table_name, request_name, position_name = names
     if not (isinstance(block_table, _Tensor) and block_table.dtype == torch.int32 and block_table.dim() == 2
             and block_table.device == device and block_table.is_contiguous()
@@ -235,14 +246,21 @@ def check_rows(block_table, row_request, row_position, rows: int, device, pages:
         _index_vector(row_request, request_name, rows, device)
         _index_vector(row_position, position_name, rows, device)
 
+
+def _rows_values(block_table, row_request, row_position, pages: int, block_tokens: int = PAGE_SIZE,
+                 pages_per_block: int = 1,
+                 names: tuple[str, str, str] = ("block_table", "row_request", "row_position")) -> None:
+    """check_rows' value checks (their attributes checked), once per batch."""
+    table_name, request_name, position_name = names
+
     def values():
         _in_range(row_request, request_name, 0, block_table.shape[0])
         max_tokens = block_table.shape[1] // pages_per_block * block_tokens
         _in_range(row_position, position_name, 0, max_tokens)
-        if rows:
+        if row_request.shape[0]:
             # every page a row can see must be a real page
             needed = (row_position.long() // PAGE_SIZE + 1)
-            used = torch.arange(block_table.shape[1], device=device) < needed[:, None]
+            used = torch.arange(block_table.shape[1], device=block_table.device) < needed[:, None]
             _in_range(block_table[row_request.long()][used], f"{table_name} (entries a row can see)", 0, pages)
 
     once("rows", (block_table, row_request, row_position), (pages, block_tokens, pages_per_block, names), values)
@@ -268,11 +286,27 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
     """
     index_dtype = index_k_dtype_of(index_k_cache, index_k_dtype)
     records = index_records(index_k_cache, index_dtype)
-    if check and not (isinstance(idx_q, _Tensor) and idx_q.dtype in FLOAT_DTYPES and idx_q.dim() == 3
-                      and idx_q.shape[2] == HEAD_DIM and idx_q.shape[1] <= MAX_INDEX_HEADS and idx_q.is_contiguous()
-                      and records.shape[1] == 1 and records.device == idx_q.device
-                      and type(topk) is int and 1 <= topk <= MAX_TOPK and type(init_blocks) is int
-                      and init_blocks >= 0 and type(local_blocks) is int and local_blocks >= 0):
+    if check:
+        attributes("index_topk", (topk, init_blocks, local_blocks, tile_rows),
+                   (idx_q, records, block_table, row_request, row_position),
+                   lambda: _index_attributes(idx_q, records, block_table, row_request, row_position, topk,
+                                             init_blocks, local_blocks, tile_rows))
+        _rows_values(block_table, row_request, row_position, records.shape[0])
+    impl = resolve_backend(backend, idx_q.device)
+    return op_replay.run(("index_topk", topk, init_blocks, local_blocks, index_dtype, tile_rows), impl.name,
+                         (idx_q, records, block_table, row_request, row_position),
+                         lambda: impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
+                                                 init_blocks=init_blocks, local_blocks=local_blocks,
+                                                 index_k_dtype=index_dtype, tile_rows=tile_rows))
+
+
+def _index_attributes(idx_q, records, block_table, row_request, row_position, topk, init_blocks, local_blocks,
+                      tile_rows) -> None:
+    if not (isinstance(idx_q, _Tensor) and idx_q.dtype in FLOAT_DTYPES and idx_q.dim() == 3
+            and idx_q.shape[2] == HEAD_DIM and idx_q.shape[1] <= MAX_INDEX_HEADS and idx_q.is_contiguous()
+            and records.shape[1] == 1 and records.device == idx_q.device
+            and type(topk) is int and 1 <= topk <= MAX_TOPK and type(init_blocks) is int
+            and init_blocks >= 0 and type(local_blocks) is int and local_blocks >= 0):
         expect(isinstance(idx_q, torch.Tensor), "idx_q", "a tensor", type(idx_q).__name__, TypeError)
         expect_dtype(idx_q, "idx_q", FLOAT_DTYPES)
         expect(idx_q.dim() == 3, "idx_q", "of shape [rows, index_heads, 128]", list(idx_q.shape))
@@ -285,18 +319,11 @@ def index_topk(idx_q, index_k_cache, block_table, row_request, row_position, *, 
         expect_int(topk, "topk", 1, MAX_TOPK)
         expect_int(init_blocks, "init_blocks", 0)
         expect_int(local_blocks, "local_blocks", 0)
-    if check:
-        expect(tile_rows is None or (tile_rows in (16, 32) and type(tile_rows) is int), "tile_rows",
-               "None, 16 or 32", repr(tile_rows))
-        check_rows(block_table, row_request, row_position, idx_q.shape[0], idx_q.device, records.shape[0])
-        expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
-               f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
-    impl = resolve_backend(backend, idx_q.device)
-    return op_replay.run(("index_topk", topk, init_blocks, local_blocks, index_dtype, tile_rows), impl.name,
-                         (idx_q, records, block_table, row_request, row_position),
-                         lambda: impl.index_topk(idx_q, records, block_table, row_request, row_position, topk=topk,
-                                                 init_blocks=init_blocks, local_blocks=local_blocks,
-                                                 index_k_dtype=index_dtype, tile_rows=tile_rows))
+    expect(tile_rows is None or (tile_rows in (16, 32) and type(tile_rows) is int), "tile_rows",
+           "None, 16 or 32", repr(tile_rows))
+    _rows_attributes(block_table, row_request, row_position, idx_q.shape[0], idx_q.device)
+    expect(block_table.shape[1] <= MAX_INDEX_BLOCKS, "block_table.shape[1] (blocks per request)",
+           f"<= {MAX_INDEX_BLOCKS} for index_topk", block_table.shape[1])
 
 
 def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, block_tokens: int) -> None:
@@ -317,10 +344,10 @@ def _check_selection(topk_blocks: torch.Tensor, row_position: torch.Tensor, bloc
              f"{int(ids[r, h, k])} at index {k})")
 
 
-def _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block,
-                          pages: int | None = None):
-    """build_sparse_tables' (and sparse attend's) inputs; host syncs. ``pages``: the page ids a row may see are below
-    it (attend: the cache's pages); None: the folded ids ``page * nkv + h`` fit int32."""
+def _selection_attributes(topk_blocks, block_table, row_request, row_position, num_kv_heads,
+                          pages_per_block) -> None:
+    """build_sparse_tables' (and sparse attend's) inputs: the top-k ids and the rows' metadata (``_rows_attributes``);
+    their values: ``_selection_values``."""
     if not (isinstance(topk_blocks, _Tensor) and topk_blocks.dtype == torch.int32 and topk_blocks.dim() == 3
             and topk_blocks.is_contiguous() and type(num_kv_heads) is int and topk_blocks.shape[0] == num_kv_heads
             and num_kv_heads >= 1 and topk_blocks.shape[2] <= MAX_TOPK and type(pages_per_block) is int
@@ -335,9 +362,16 @@ def _check_selection_args(topk_blocks, block_table, row_request, row_position, n
         expect(topk_blocks.shape[2] <= MAX_TOPK, "topk_blocks.shape[2] (topk)", f"<= {MAX_TOPK}",
                topk_blocks.shape[2])
         expect_int(pages_per_block, "pages_per_block", 1, MAX_PAGES_PER_BLOCK)
-    nkv, ppb = num_kv_heads, pages_per_block
-    check_rows(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device,
-               (2**31 - 1) // nkv if pages is None else pages, PAGE_SIZE * ppb, ppb)
+    _rows_attributes(block_table, row_request, row_position, topk_blocks.shape[1], topk_blocks.device)
+
+
+def _selection_values(topk_blocks, block_table, row_request, row_position, nkv: int, ppb: int,
+                      pages: int | None) -> None:
+    """The top-k ids and the rows' metadata's values (their attributes checked), once per batch; host syncs.
+    ``pages``: the page ids a row may see are below it (attend: the cache's pages); None: the folded ids
+    ``page * nkv + h`` fit int32."""
+    _rows_values(block_table, row_request, row_position, (2**31 - 1) // nkv if pages is None else pages,
+                 PAGE_SIZE * ppb, ppb)
     blocks_per_row = block_table.shape[1] // ppb
 
     def values():
@@ -360,7 +394,11 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
     topk <= MAX_TOPK, pages_per_block <= MAX_PAGES_PER_BLOCK.
     """
     if check:
-        _check_selection_args(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block)
+        attributes("build_sparse_tables", (num_kv_heads, pages_per_block),
+                   (topk_blocks, block_table, row_request, row_position),
+                   lambda: _selection_attributes(topk_blocks, block_table, row_request, row_position, num_kv_heads,
+                                                 pages_per_block))
+        _selection_values(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block, None)
     impl = resolve_backend(backend, topk_blocks.device)
     # not through op_replay: one launch behind a short host path, which a replay's key and allocations did not beat
     # (the H100 host measured it 1.4x slower with replay in one run of two, the CPU slower too; docs/api.md)
@@ -368,8 +406,23 @@ def build_sparse_tables(topk_blocks, block_table, row_request, row_position, *, 
                                     num_kv_heads=num_kv_heads, pages_per_block=pages_per_block)
 
 
-def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -> None:
-    """pa_decode's (and attend's) arguments other than the tables: q / out / the caches / the scales."""
+def _query_scale_values(query_scale) -> None:
+    """A query_scale tensor's values (its attributes checked): finite and >= 0, once per tensor (a host sync)."""
+    if not isinstance(query_scale, torch.Tensor):
+        return
+
+    def values():
+        bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
+        if query_scale.numel() and bool(bad.any()):
+            first = int(bad.nonzero()[0, 0])
+            fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
+
+    once("query_scale", (query_scale,), (), values)
+
+
+def _attention_attributes(out, q, k_records, v_records, softmax_scale, query_scale) -> None:
+    """pa_decode's (and attend's) arguments other than the tables: q / out / the caches / the scales (a query_scale
+    tensor's values: ``_query_scale_values``)."""
     if (isinstance(q, _Tensor) and isinstance(out, _Tensor) and q.dim() == 3 and q.shape[2] == HEAD_DIM
             and q.dtype in Q_DTYPES and 1 <= q.shape[1] <= MAX_GROUP and out.dtype == torch.bfloat16
             and out.shape == q.shape and out.device == q.device and out.is_contiguous() and q.is_contiguous()
@@ -403,13 +456,6 @@ def _check_attention(out, q, k_records, v_records, softmax_scale, query_scale) -
         expect_shape(query_scale, "query_scale", (rows,))
         expect_device(query_scale, "query_scale", device)
         expect_contiguous(query_scale, "query_scale")
-        def values():
-            bad = ~(torch.isfinite(query_scale) & (query_scale >= 0))
-            if rows and bool(bad.any()):  # host sync, once per tensor (atom_mxfp4.checked)
-                first = int(bad.nonzero()[0, 0])
-                fail("query_scale", "finite values >= 0", f"{float(query_scale[first])} at row {first}")
-
-        once("query_scale", (query_scale,), (), values)
     else:
         expect(query_scale is None or is_number(query_scale), "query_scale",
                "None, a float or a float32 tensor [rows]", type(query_scale).__name__, TypeError)
@@ -438,31 +484,40 @@ def pa_decode(out, q, k_cache, v_cache, tables, context_lens, *, softmax_scale, 
     k_records = as_records(k_cache, "k_cache")
     v_records = as_records(v_cache, "v_cache")
     if check:
-        for name, tensor in (("tables", tables), ("context_lens", context_lens)):
-            expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
-        _check_attention(out, q, k_records, v_records, softmax_scale, query_scale)
-        rows, device = q.shape[0], q.device
-        if not (tables.dtype == torch.int32 and tables.dim() == 2 and tables.shape[0] == rows
-                and tables.device == device and tables.is_contiguous() and _vector_ok(context_lens, rows, device)):
-            expect_dtype(tables, "tables", INDEX)
-            expect_shape(tables, "tables", (rows, None))
-            expect_device(tables, "tables", device)
-            expect_contiguous(tables, "tables")
-            _index_vector(context_lens, "context_lens", rows, device)
-        width, pages = tables.shape[1], k_records.shape[0] * k_records.shape[1]
+        scale_tensor = isinstance(query_scale, torch.Tensor)
+        attributes("pa_decode", (softmax_scale, None if scale_tensor else query_scale),
+                   (out, q, k_records, v_records, tables, context_lens, query_scale if scale_tensor else None),
+                   lambda: _pa_decode_attributes(out, q, k_records, v_records, tables, context_lens, softmax_scale,
+                                                 query_scale))
+        rows, width, pages = q.shape[0], tables.shape[1], k_records.shape[0] * k_records.shape[1]
 
         def values():
             _in_range(context_lens, "context_lens", 0, width * PAGE_SIZE + 1)
             if rows and width:
-                used = torch.arange(width, device=device) * PAGE_SIZE < context_lens[:, None]
+                used = torch.arange(width, device=tables.device) * PAGE_SIZE < context_lens[:, None]
                 _in_range(tables[used], "tables (entries below context_lens)", 0, pages)
 
         once("tables", (tables, context_lens), (pages,), values)
+        _query_scale_values(query_scale)
     impl = resolve_backend(backend, q.device)
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=tables.shape[1], group=q.shape[1], device=q.device)
     _pa_decode(impl, out, q, k_records, v_records, tables, context_lens, float(softmax_scale), query_scale, plan)
     return out
+
+
+def _pa_decode_attributes(out, q, k_records, v_records, tables, context_lens, softmax_scale, query_scale) -> None:
+    for name, tensor in (("tables", tables), ("context_lens", context_lens)):
+        expect(isinstance(tensor, torch.Tensor), name, "a tensor", type(tensor).__name__, TypeError)
+    _attention_attributes(out, q, k_records, v_records, softmax_scale, query_scale)
+    rows, device = q.shape[0], q.device
+    if not (tables.dtype == torch.int32 and tables.dim() == 2 and tables.shape[0] == rows
+            and tables.device == device and tables.is_contiguous() and _vector_ok(context_lens, rows, device)):
+        expect_dtype(tables, "tables", INDEX)
+        expect_shape(tables, "tables", (rows, None))
+        expect_device(tables, "tables", device)
+        expect_contiguous(tables, "tables")
+        _index_vector(context_lens, "context_lens", rows, device)
 
 
 def _pa_decode(impl, out, q, k_records, v_records, tables, context_lens, softmax_scale: float, query_scale, plan):
@@ -534,26 +589,18 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     v_records = as_records(v_cache, "v_cache")
     sparse = topk_blocks is not None
     if check:
-        _check_attention(out, q, k_records, v_records, softmax_scale, query_scale)
-        nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
-        expect(k_records.shape[1] == nkv, "k_cache.shape[1] (kv heads)", f"num_kv_heads = {nkv}",
-               k_records.shape[1])
-        expect(k_records.shape[0] * nkv <= 2**31 - 1, "k_cache pages * num_kv_heads", "< 2**31 (int32 page ids)",
-               k_records.shape[0] * nkv)
-        expect(isinstance(row_request, torch.Tensor), "row_request", "a tensor", type(row_request).__name__,
-               TypeError)
-        tokens = row_request.shape[0] if row_request.dim() == 1 else -1
-        expect(q.shape[0] == tokens * nkv, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x {nkv}",
-               q.shape[0])
-        if sparse:  # the cache's pages bound the ids (pages x nkv < 2**31 was checked above)
-            expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
-                   TypeError)
-            expect_device(topk_blocks, "topk_blocks", q.device)  # the rows' metadata is checked on its device
-            _check_selection_args(topk_blocks, block_table, row_request, row_position, nkv, pages_per_block,
-                                  k_records.shape[0])
+        scale_tensor = isinstance(query_scale, torch.Tensor)
+        attributes("attend", (num_kv_heads, pages_per_block, softmax_scale, None if scale_tensor else query_scale),
+                   (out, q, k_records, v_records, block_table, row_request, row_position, topk_blocks,
+                    query_scale if scale_tensor else None),
+                   lambda: _attend_attributes(out, q, k_records, v_records, block_table, row_request, row_position,
+                                              num_kv_heads, topk_blocks, pages_per_block, softmax_scale, query_scale))
+        if sparse:  # the cache's pages bound the ids (pages x nkv < 2**31 was checked)
+            _selection_values(topk_blocks, block_table, row_request, row_position, num_kv_heads, pages_per_block,
+                              k_records.shape[0])
         else:
-            expect(pages_per_block == 1, "pages_per_block", "1 on a dense layer (topk_blocks None)", pages_per_block)
-            check_rows(block_table, row_request, row_position, tokens, q.device, k_records.shape[0])
+            _rows_values(block_table, row_request, row_position, k_records.shape[0])
+        _query_scale_values(query_scale)
     impl = resolve_backend(backend, q.device)
     width = topk_blocks.shape[2] * pages_per_block if sparse else block_table.shape[1]
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
@@ -585,6 +632,27 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
                   impl.name, (out, q, k_records, v_records, block_table, row_request, row_position, topk_blocks,
                               query_scale if scale_tensor else None), run, plan)
     return out
+
+
+def _attend_attributes(out, q, k_records, v_records, block_table, row_request, row_position, num_kv_heads,
+                       topk_blocks, pages_per_block, softmax_scale, query_scale) -> None:
+    _attention_attributes(out, q, k_records, v_records, softmax_scale, query_scale)
+    nkv = expect_int(num_kv_heads, "num_kv_heads", 1)
+    expect(k_records.shape[1] == nkv, "k_cache.shape[1] (kv heads)", f"num_kv_heads = {nkv}", k_records.shape[1])
+    expect(k_records.shape[0] * nkv <= 2**31 - 1, "k_cache pages * num_kv_heads", "< 2**31 (int32 page ids)",
+           k_records.shape[0] * nkv)
+    expect(isinstance(row_request, torch.Tensor), "row_request", "a tensor", type(row_request).__name__, TypeError)
+    tokens = row_request.shape[0] if row_request.dim() == 1 else -1
+    expect(q.shape[0] == tokens * nkv, "q.shape[0]", f"len(row_request) x num_kv_heads = {tokens} x {nkv}",
+           q.shape[0])
+    if topk_blocks is not None:
+        expect(isinstance(topk_blocks, torch.Tensor), "topk_blocks", "a tensor", type(topk_blocks).__name__,
+               TypeError)
+        expect_device(topk_blocks, "topk_blocks", q.device)  # the rows' metadata is checked on its device
+        _selection_attributes(topk_blocks, block_table, row_request, row_position, nkv, pages_per_block)
+    else:
+        expect(pages_per_block == 1, "pages_per_block", "1 on a dense layer (topk_blocks None)", pages_per_block)
+        _rows_attributes(block_table, row_request, row_position, tokens, q.device)
 
 
 def plan_pa_decode(num_rows: int, max_table_width: int, group: int, device, backend=None) -> DecodePlan:
