@@ -593,6 +593,22 @@ def test_decode_batches_are_not_validated_unless_asked(monkeypatch, policy, deco
         backends._resolve.cache_clear()
 
 
+def test_an_extend_batch_counts_its_rows_from_sglangs_host_list(setup, monkeypatch):
+    """The rows' requests of an extend batch (repeat_interleave of each request's new-token count) get their count
+    from SGLang's host list: without ``output_size`` torch would sync with the device to learn it, once per extend
+    batch, whatever the check policy (on the CPU there is nothing to sync, so the call itself is checked)."""
+    from atom_mxfp4.model_patches.sglang import backend as module
+
+    backend, req_to_token = setup
+    calls = []
+    real = torch.repeat_interleave
+    monkeypatch.setattr(module.torch, "repeat_interleave",
+                        lambda *a, **k: calls.append(k.get("output_size")) or real(*a, **k))
+    fb = forward_batch(backend, req_to_token, {0: 0, 1: 0}, {0: 200, 1: 100})
+    backend.init_forward_metadata(fb)
+    assert calls == [300] and backend.forward_metadata.token_request.tolist() == [0] * 200 + [1] * 100
+
+
 def test_a_bad_server_check_policy_is_refused(monkeypatch):
     from atom_mxfp4.model_patches.sglang.backend import CHECKS_ENV
     monkeypatch.setenv(CHECKS_ENV, "decode")

@@ -163,13 +163,14 @@ class AtomMXFP4AttnBackend(AttentionBackend):
                mode)
         extend_lens = forward_batch.extend_seq_lens
         bs = forward_batch.batch_size
+        prefix_cpu, new_cpu = forward_batch.extend_prefix_lens_cpu, forward_batch.extend_seq_lens_cpu
+        # the rows' requests; their count from SGLang's host list where it keeps one (without it, a device sync)
         rows = torch.repeat_interleave(torch.arange(bs, dtype=torch.int32, device=extend_lens.device),
-                                       extend_lens.long())
+                                       extend_lens.long(), output_size=None if new_cpu is None else sum(new_cpu))
         max_len = int(forward_batch.seq_lens_cpu.max()) if forward_batch.seq_lens_cpu is not None \
             else int(forward_batch.seq_lens.max())
         pages = min(self.max_pages, pages_for(max_len))
         # the rows as runs of one request's new tokens (host lists SGLang keeps; absent: every row a decode row)
-        prefix_cpu, new_cpu = forward_batch.extend_prefix_lens_cpu, forward_batch.extend_seq_lens_cpu
         segments = () if prefix_cpu is None or new_cpu is None else prefill.segments_for(prefix_cpu, new_cpu)
         if sum(s.rows for s in segments) != forward_batch.positions.shape[0]:
             segments = ()  # lists that do not describe these rows (a padded batch): no flash, nothing refused
