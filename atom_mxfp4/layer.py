@@ -493,7 +493,8 @@ class SparseMXFP4Attention:
             return None
         seen, state = meta.steps.get(self._kind), meta_state(meta)
         # first: no step of this kind seen on this metadata, as it is now or (a mark left) in an earlier fill of the
-        # same tensors (so a model of one layer per kind traces its second batch and replays from the third)
+        # same tensors (so a model of one layer per kind traces its second batch and replays from the third, where
+        # its step runs no torch work: not the Triton dense step, whose first layer of a batch makes the tables)
         first = seen is None or (seen.meta_state != state and (seen.launches is not None
                                                                or seen.meta_state[:4] != state[:4]))
         if not first and seen.launches is not None:

@@ -84,6 +84,8 @@ class _Signatures:
         self.signatures = _signatures(tensors)
 
     def check(self, *tensors) -> bool:
+        if not all(type(t) is torch.Tensor for t in tensors):
+            return False  # (as TensorGuards: anything else never matches)
         return _signatures(tensors) == self.signatures
 
 

@@ -11,10 +11,14 @@ from atom_mxfp4 import checked, ops
 from atom_mxfp4.layer import LayerCaches, LayerConfig
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
+@pytest.fixture(autouse=True, params=["TensorGuards", "python"])
+def guard(request, monkeypatch):
+    """Each test with torch's C++ check and with the Python one op replay falls back to where torch lacks it."""
+    if request.param == "python":
+        from atom_mxfp4 import op_replay
+        monkeypatch.setattr(checked, "_guard", lambda tensors: op_replay._Signatures(*tensors))
     checked.clear()
-    yield
+    yield request.param
     checked.clear()
 
 
@@ -61,6 +65,71 @@ def test_a_failed_check_is_not_remembered():
     for _ in range(2):
         with pytest.raises(ValueError, match="refused"):
             checked.attributes("op", (1,), (torch.zeros(2),), refuse)
+
+
+def _rows_case():
+    """A batch of two decode rows (MiniMax-M3 rank geometry): the layer's caches, metadata and top-k ids."""
+    from atom_mxfp4.layer import AttentionMetadata
+
+    config = LayerConfig()
+    caches = LayerCaches.allocate(config, 9)
+    dense = LayerCaches.allocate(LayerConfig(sparse=False), 9)
+    block_table = torch.tensor([[1, 2], [3, 4]], dtype=torch.int32)
+    meta = AttentionMetadata.for_requests(block_table, [199, 4], [1, 1])
+    rows = (meta.block_table, meta.token_request, meta.row_position)
+    topk = ops.index_topk(torch.zeros(2, 1, 128, dtype=torch.bfloat16), caches.index_k, *rows, backend="torch")
+    return config, caches, dense, meta, rows, topk
+
+
+def _op_calls():
+    """op name -> (call(**changes) of that op with check=True on the torch backend, good by default)."""
+    config, caches, dense, meta, rows, topk = _rows_case()
+    q = torch.zeros(2, 16, 128, dtype=torch.bfloat16)
+    idx_q = torch.zeros(2, 1, 128, dtype=torch.bfloat16)
+    qkv = torch.zeros(2, config.qkv_width, dtype=torch.bfloat16)
+    w = torch.ones(128)
+    from atom_mxfp4.rope import rope_cos_sin
+
+    table = rope_cos_sin(1024, 64, 5e6)
+
+    def call(fn, args, kwargs):
+        return lambda **changes: fn(*args, **{**kwargs, **changes})
+
+    attention = dict(softmax_scale=0.1, backend="torch")
+    return {
+        "write": call(ops.fused_qknorm_rope_write, (qkv, meta.positions, w, w, w, w, table, meta.slot_mapping,
+                                                    caches.k, caches.v, caches.index_k),
+                      dict(num_q_heads=16, num_kv_heads=1, num_index_heads=1, backend="torch")),
+        "index_topk": call(ops.index_topk, (idx_q, caches.index_k, *rows), dict(topk=16, backend="torch")),
+        "build_sparse_tables": call(ops.build_sparse_tables, (topk, *rows), dict(num_kv_heads=1, backend="torch")),
+        "attend_sparse": call(ops.attend, (torch.empty_like(q), q, caches.k, caches.v, *rows),
+                              dict(num_kv_heads=1, topk_blocks=topk, **attention)),
+        "attend_dense": call(ops.attend, (torch.empty_like(q), q, dense.k, dense.v, *rows),
+                             dict(num_kv_heads=1, **attention)),
+    }
+
+
+@pytest.mark.parametrize("op, changes, match", [
+    ("write", dict(num_q_heads=True), "num_q_heads"),
+    ("write", dict(eps=float("nan")), "eps"),
+    ("write", dict(rotary_dim=64.0), "rotary_dim"),
+    ("index_topk", dict(topk=True), "topk"),
+    ("index_topk", dict(tile_rows=16.0), "tile_rows"),
+    ("index_topk", dict(init_blocks=-1), "init_blocks"),
+    ("build_sparse_tables", dict(num_kv_heads=2), "num_kv_heads|topk_blocks"),
+    ("build_sparse_tables", dict(pages_per_block=True), "pages_per_block"),
+    ("attend_sparse", dict(num_kv_heads=True), "num_kv_heads"),
+    ("attend_sparse", dict(num_kv_heads=2), "num_kv_heads|k_cache"),
+    ("attend_dense", dict(pages_per_block=2), "pages_per_block"),
+    ("attend_dense", dict(softmax_scale=[0.1]), "softmax_scale"),
+    ("attend_dense", dict(query_scale=torch.ones(3)), "query_scale"),
+])
+def test_a_bad_scalar_is_refused_by_name_after_good_calls_were_remembered(op, changes, match):
+    call = _op_calls()[op]
+    for _ in range(3):
+        call()
+    with pytest.raises((TypeError, ValueError), match=match):
+        call(**changes)
 
 
 def _decode_args():

@@ -77,3 +77,20 @@ def test_a_wide_table_past_the_map_and_a_strided_table_are_refused():
         decode_metadata(seq_lens.float(), loc, req, req_to_token, positions, slots, table)
     with pytest.raises(ValueError, match="seq_lens must be a contiguous vector of 4"):
         decode_metadata(seq_lens[:3], loc, req, req_to_token, positions, slots, table)
+
+
+def test_the_torch_twin_refuses_vectors_of_another_length_before_writing_anything():
+    """Its ``out=`` ops would resize a buffer of another length silently: refused by name, nothing written."""
+    seq_lens, loc, req, req_to_token = _case(4, 8, 6, torch.int64, seed=5)
+    for args, name in (((seq_lens[:3], loc, req), "seq_lens"), ((seq_lens, loc[:3], req), "out_cache_loc"),
+                       ((seq_lens, loc, req[:1]), "req_pool_indices")):
+        positions, slots, table = _outputs(4, 8)
+        with pytest.raises(ValueError, match=rf"{name}.shape must be \[4\] \(block_table's rows\), got \["):
+            twin.decode_metadata(*args, req_to_token, positions, slots, table)
+        assert (positions == 7777).all() and (slots == 7777).all() and (table == 7777).all()
+    positions, slots, table = _outputs(4, 8)
+    with pytest.raises(ValueError, match=r"positions.shape must be \[4\]"):
+        twin.decode_metadata(seq_lens, loc, req, req_to_token, positions[:3], slots, table)
+    with pytest.raises(ValueError, match=r"req_to_token.shape\[1\] must be > 1152"):
+        twin.decode_metadata(seq_lens, loc, req, req_to_token[:, :1029], positions, slots,
+                             torch.zeros(4, 10, dtype=torch.int32))

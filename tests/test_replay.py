@@ -304,9 +304,10 @@ def test_a_batch_refilled_in_place_replays_unchecked_from_its_first_layer(record
     trace = meta.steps[a.layer._kind]
     rows = meta.row_position
     _refill(meta)
+    assert not torch.equal(rows, meta.positions.int())
     assert _replayed(_step(recorded, d, meta, check=False))
     assert meta.steps[a.layer._kind] is trace  # kept, not traced again
-    assert meta.row_position is rows and torch.equal(rows, meta.positions.int())  # refreshed in its buffer
+    assert meta._rows[1] is rows and torch.equal(rows, meta.positions.int())  # refreshed in its buffer by the replay
     replayed = _step(recorded, a, meta, check=False)
     assert _replayed(replayed)
     ordinary = _step(recorded, a, meta, check=False, return_topk=True)
@@ -331,6 +332,7 @@ def test_a_refill_is_not_replayed_where_a_check_or_the_metadata_layout_asks_for_
     # reassigned: traced anew
     for change in (lambda m: setattr(m, "slot_mapping", m.slot_mapping.clone()),
                    lambda m: setattr(m, "block_table", m.block_table.clone()),
+                   lambda m: m.block_table.set_(m.block_table.clone()),  # the same object, other storage
                    lambda m: setattr(m, "segments", m.segments[:1] + m.segments[1:])):  # equal, not the same
         change(meta)
         _refill(meta)

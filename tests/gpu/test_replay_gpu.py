@@ -50,6 +50,10 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse, che
     steps += [([n + i for n in PROMPTS], [1] * len(PROMPTS)) for i in range(3)]
     runner_meta = None  # decode: one metadata refilled in place, as a runner's buffers
     replayed = refill_replays = 0
+    ordinary = []  # the layers of the current step that ran the ordinary path (their _launches called)
+    for i, layer in enumerate(layers):
+        own_launches = layer._launches
+        layer._launches = lambda *a, _i=i, _f=own_launches, **k: ordinary.append(_i) or _f(*a, **k)
     for prefix, new in steps:
         step = AttentionMetadata.for_requests(block_table, prefix, new)
         if new[0] == 1:
@@ -62,19 +66,23 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse, che
         else:
             meta = step
         kept = dict(meta.steps)
+        ordinary.clear()
         for i, layer in enumerate(layers):
             # a different token mix per layer: the layers' inputs differ, as in a model
             qkv = torch.cat([r.qkv[p : p + n].roll(i, dims=-1) for r, p, n in zip(requests, prefix, new)]).to(DEV)
             got = layer(qkv, meta, shared[i], check=check_first and i == 0)
             alone = AttentionMetadata.for_requests(block_table, prefix, new)
+            seen = list(ordinary)
             want = layer(qkv, alone, own[i], return_topk=True)[0]
+            ordinary[:] = seen  # (the reference's own ordinary path is not the step's)
             assert torch.equal(got.view(torch.int16), want.view(torch.int16)), f"layer {i}: output differs"
             for mine, ref in zip(_records(shared[i]), _records(own[i])):
                 if ref is not None:
                     assert torch.equal(mine, ref), f"layer {i}: cache bytes differ"
         trace = next(iter(meta.steps.values()))
         replayed += bool(trace.launches)
-        refill_replays += bool(kept) and all(meta.steps[k] is t for k, t in kept.items())
+        # a refill replay: the trace kept from the last batch, and no layer of the step on the ordinary path
+        refill_replays += bool(kept) and all(meta.steps[k] is t for k, t in kept.items()) and not ordinary
     # every kind replays (the Triton dense step's tables are made once per batch: ops.dense_tables), except a sparse
     # prefill step whose index runs the tiled scorer (LayerConfig.index_tile_rows: torch work on the tiles)
     tiled = sum(sparse and max(new) >= config.index_tile_rows for _, new in steps)

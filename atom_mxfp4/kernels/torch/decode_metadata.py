@@ -11,7 +11,15 @@ from atom_mxfp4.layout import NO_SLOT, PAGE_SIZE
 
 def decode_metadata(seq_lens, out_cache_loc, req_pool_indices, req_to_token, positions, slot_mapping, block_table,
                     padding_slot: int = 0) -> None:
-    """Fill ``positions``, ``slot_mapping`` and ``block_table`` in place (static-shape ops: CUDA-graph safe)."""
+    """Fill ``positions``, ``slot_mapping`` and ``block_table`` in place (static-shape ops: CUDA-graph safe). The
+    vectors must be as long as the block table has rows (the ``out=`` ops would resize a buffer silently)."""
+    rows = block_table.shape[0]
+    vectors = (("seq_lens", seq_lens), ("out_cache_loc", out_cache_loc), ("req_pool_indices", req_pool_indices),
+               ("positions", positions), ("slot_mapping", slot_mapping))
+    if not all([t.dim() == 1 and t.shape[0] == rows for _, t in vectors]):
+        for name, t in vectors:
+            expect(t.dim() == 1 and t.shape[0] == rows, f"{name}.shape", f"[{rows}] (block_table's rows)",
+                   list(t.shape))
     torch.sub(seq_lens, 1, out=positions)
     slot_mapping.copy_(out_cache_loc)
     slot_mapping.masked_fill_(slot_mapping == padding_slot, NO_SLOT)

@@ -164,9 +164,11 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         extend_lens = forward_batch.extend_seq_lens
         bs = forward_batch.batch_size
         prefix_cpu, new_cpu = forward_batch.extend_prefix_lens_cpu, forward_batch.extend_seq_lens_cpu
-        # the rows' requests; their count from SGLang's host list where it keeps one (without it, a device sync)
+        # the rows' requests; their count from SGLang's host list where it keeps one for this batch (SGLang pads it
+        # with the device list), else from the device (a sync)
+        counted = new_cpu is not None and len(new_cpu) == bs == extend_lens.shape[0]
         rows = torch.repeat_interleave(torch.arange(bs, dtype=torch.int32, device=extend_lens.device),
-                                       extend_lens.long(), output_size=None if new_cpu is None else sum(new_cpu))
+                                       extend_lens.long(), output_size=sum(new_cpu) if counted else None)
         max_len = int(forward_batch.seq_lens_cpu.max()) if forward_batch.seq_lens_cpu is not None \
             else int(forward_batch.seq_lens.max())
         pages = min(self.max_pages, pages_for(max_len))
