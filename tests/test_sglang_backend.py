@@ -501,6 +501,18 @@ def test_the_layers_of_a_batch_replay_their_kinds_traced_step(monkeypatch, new, 
         replay._proven.clear()
 
 
+def _hopper_setup(seed: int):
+    """The test pool's backend on the Hopper kernels (resolvable on the CPU; the caller records the launches), a
+    stand-in module for its dense layer 0 and its sparse layer 1, and a generator for their inputs."""
+    backend, req_to_token = make_setup()
+    backend.kernel_backend = "hopper"
+    gen = torch.Generator().manual_seed(seed)
+    modules = [StandInAttention(layer, sparse, (backend.configs[sparse].num_q_heads
+                                                + 2 * backend.configs[sparse].num_kv_heads) * 128, gen)
+               for layer, sparse in ((0, False), (1, True))]
+    return backend, req_to_token, modules, gen
+
+
 def test_decode_batches_in_the_same_buffers_replay_from_their_first_layer(monkeypatch):
     """The server's eager decode: each batch size has its metadata buffers, refilled in place for every batch
     (unchecked under the default check policy). The pool's one dense and one sparse layer: the first decode batch
@@ -515,12 +527,7 @@ def test_decode_batches_in_the_same_buffers_replay_from_their_first_layer(monkey
     H.compiled_backends_resolvable(monkeypatch)
     replay._proven.clear()
     try:
-        backend, req_to_token = make_setup()
-        backend.kernel_backend = "hopper"
-        gen = torch.Generator().manual_seed(7)
-        modules = [StandInAttention(layer, sparse, (backend.configs[sparse].num_q_heads
-                                                    + 2 * backend.configs[sparse].num_kv_heads) * 128, gen)
-                   for layer, sparse in ((0, False), (1, True))]
+        backend, req_to_token, modules, gen = _hopper_setup(seed=7)
         replayed, metas = [], []
         with launch.recording() as launches, forward_context(ForwardContext(attn_backend=backend)):
             for step in range(5):
@@ -564,12 +571,7 @@ def test_decode_batches_are_not_validated_unless_asked(monkeypatch, policy, deco
         monkeypatch.setenv(CHECKS_ENV, policy)
     H.compiled_backends_resolvable(monkeypatch)
     try:
-        backend, req_to_token = make_setup()
-        backend.kernel_backend = "hopper"
-        gen = torch.Generator().manual_seed(5)
-        modules = [StandInAttention(layer, sparse, (backend.configs[sparse].num_q_heads
-                                                    + 2 * backend.configs[sparse].num_kv_heads) * 128, gen)
-                   for layer, sparse in ((0, False), (1, True))]
+        backend, req_to_token, modules, gen = _hopper_setup(seed=5)
         reads, checks = {}, []
         real_call = SparseMXFP4Attention.__call__
         monkeypatch.setattr(SparseMXFP4Attention, "__call__", lambda layer, *a, check=True, **k: checks.append(
