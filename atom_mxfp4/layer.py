@@ -141,6 +141,7 @@ class AttentionMetadata:
     segments: tuple = field(default=(), repr=False, compare=False)
     _longest: tuple = field(default=((), 0), init=False, repr=False, compare=False)
     _rows: tuple = field(default=(None, None), init=False, repr=False, compare=False)
+    _dense: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     # the layers' traced steps of this batch (atom_mxfp4.replay), per kind of layer; made and read by forward
     steps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -159,6 +160,36 @@ class AttentionMetadata:
             rows.copy_(positions)
             self._rows = (now, rows)
         return rows
+
+    def dense_tables(self, num_kv_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The dense layers' pa_decode tables of this batch (``ops.dense_tables``' values: each row's request's whole
+        block-table row, folded, and ``row_position + 1`` tokens), in buffers of the metadata: made once per batch
+        and made again, into the same buffers while the shapes hold, whenever ``block_table``, ``token_request`` or
+        ``positions`` changed (new tensors or an in-place refill), and under CUDA-graph capture (as
+        ``row_position``). What a composing backend's dense layers read; a replayed step reads them at the same
+        addresses after a refill (``SparseMXFP4Attention._refresh``)."""
+        rows, table, request = self.row_position, self.block_table, self.token_request
+        now = tuple([(id(t), t._version, t.data_ptr(), t.shape) for t in (table, request, self.positions)])
+        state, made = self._dense.get(num_kv_heads, (None, None))
+        if state == now and not (table.is_cuda and torch.cuda.is_current_stream_capturing()):
+            return made
+        tokens, width = request.shape[0], table.shape[1]
+        pages_shape, lens_shape = (tokens * num_kv_heads, width), (tokens * num_kv_heads,)
+        if (made is None or made[0].shape != pages_shape or made[1].shape != lens_shape
+                or made[0].device != table.device):
+            made = (torch.empty(pages_shape, dtype=torch.int32, device=table.device),
+                    torch.empty(lens_shape, dtype=torch.int32, device=table.device))
+        pages, lens = made
+        if num_kv_heads == 1:
+            torch.index_select(table, 0, request, out=pages)
+            torch.add(rows, 1, out=lens)
+        else:
+            heads = torch.arange(num_kv_heads, dtype=torch.int32, device=table.device)
+            pages.view(tokens, num_kv_heads, width).copy_(table.index_select(0, request)[:, None, :] * num_kv_heads
+                                                          + heads[None, :, None])
+            lens.view(tokens, num_kv_heads).copy_((rows + 1)[:, None])
+        self._dense[num_kv_heads] = (now, made)
+        return made
 
     def pa_decode_plan(self, config: LayerConfig, device, backend: str | None = None) -> DecodePlan:
         """The pa_decode plan of this batch for layers of ``config``'s geometry on ``device`` (atom_mxfp4.plan).
@@ -396,7 +427,7 @@ class SparseMXFP4Attention:
             topk_blocks = self._launches(qkv, meta, caches, w, out)
             return (out, topk_blocks) if return_topk else out
         clean = proven(key)
-        meta.row_position  # noqa: B018 - converted (a copy, which the Guard refuses) before the trace, not inside it
+        self._refresh(meta, qkv.device)  # (copies, which the Guard refuses) before the trace, not inside it
         with launch.tracing() as traced, (Guard() if clean is None else contextlib.nullcontext()) as guard:
             self._launches(qkv, meta, caches, w, out)
         if clean is None:
@@ -426,6 +457,11 @@ class SparseMXFP4Attention:
         rows = (num_tokens * c.num_kv_heads, c.group, c.head_dim)
         out_rows, q_rows, row_position = out.view(rows), q.view(rows), meta.row_position
         if not self._flash(meta):
+            if not c.sparse and not self._fuses_dense(device):  # the batch's tables, kept by the metadata
+                tables, lens = meta.dense_tables(c.num_kv_heads)
+                ops.pa_decode(out_rows, q_rows, caches.k, caches.v, tables, lens, softmax_scale=c.softmax_scale,
+                              plan=plan, backend=self.backend, check=False)
+                return None
             # dense: the request's pages; sparse: its top-k blocks (one launch where the backend fuses the tables)
             ops.attend(out_rows, q_rows, caches.k, caches.v, meta.block_table, meta.token_request, row_position,
                        num_kv_heads=c.num_kv_heads, topk_blocks=topk_blocks, softmax_scale=c.softmax_scale,
@@ -443,6 +479,18 @@ class SparseMXFP4Attention:
                              min_rows=c.flash_prefill_rows, decode=decode,
                              backend=resolve_backend(self.backend, device).name)
         return None
+
+    def _fuses_dense(self, device) -> bool:
+        """Whether the backend runs a dense attend as one launch reading the block table (Hopper); the others run
+        pa_decode over ``AttentionMetadata.dense_tables``."""
+        return hasattr(resolve_backend(self.backend, device), "attend")
+
+    def _refresh(self, meta, device) -> None:
+        """What this step reads that the metadata derives from its values (torch ops), made for the batch now in
+        it: before a trace (a copy inside it would refuse it) and before a replay after a refill."""
+        meta.row_position  # noqa: B018 - the int32 positions
+        if not self.config.sparse and not self._fuses_dense(device) and not self._flash(meta):
+            meta.dense_tables(self.config.num_kv_heads)
 
     def _tiled(self, meta) -> bool:
         """Whether this sparse step scores the index with the tiled scorer (a prefill batch: ``index_tile_rows``)."""
@@ -493,8 +541,7 @@ class SparseMXFP4Attention:
             return None
         seen, state = meta.steps.get(self._kind), meta_state(meta)
         # first: no step of this kind seen on this metadata, as it is now or (a mark left) in an earlier fill of the
-        # same tensors (so a model of one layer per kind traces its second batch and replays from the third, where
-        # its step runs no torch work: not the Triton dense step, whose first layer of a batch makes the tables)
+        # same tensors (so a model of one layer per kind traces its second batch and replays from the third)
         first = seen is None or (seen.meta_state != state and (seen.launches is not None
                                                                or seen.meta_state[:4] != state[:4]))
         if not first and seen.launches is not None:
@@ -529,7 +576,7 @@ class SparseMXFP4Attention:
         if trace.meta_state != meta_state(meta):
             if check or not trace.refilled(meta):
                 return None
-            meta.row_position  # noqa: B018 - the refilled batch's int32 positions, which the launches read
+            self._refresh(meta, qkv.device)  # the refilled batch's int32 positions (and dense tables)
         elif check and not trace.validated:
             return None
         statics, signatures = self._statics(caches, qkv)

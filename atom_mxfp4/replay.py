@@ -25,10 +25,11 @@ no trace is made or replayed (buffers made outside a capture would outlive its p
 The metadata refilled in place for the next batch (new values in the same tensors, as a runner's per-batch-size
 buffers are: torch's version counters move) keeps a batch's trace for ``check=False`` steps: with check=False the host
 path reads no tensor data (atom_mxfp4.op_replay), so the same shapes give the same launches, which read the new values
-at the same addresses. What the launches read that was made from the old values on the host path is remade first:
-the int32 positions (``AttentionMetadata.row_position``, refreshed before such a replay). A trace that reads any
-other buffer made by torch from the metadata (``derived``: the dense tables of ``ops.dense_tables``) is not replayed
-after a refill. ``check=True`` after a refill takes the ordinary path (the new values are validated) and traces anew.
+at the same addresses. What the launches read that was made from the old values on the host path is remade first,
+into the same buffers: the int32 positions (``AttentionMetadata.row_position``) and a composing backend's dense tables
+(``AttentionMetadata.dense_tables``). A trace that reads any other buffer made by torch from the metadata
+(``derived``: ``ops.dense_tables``' kept tables) is not replayed after a refill. ``check=True`` after a refill takes
+the ordinary path (the new values are validated) and traces anew.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@ Layers of one kind share a batch's metadata: the first runs its ordinary path, t
 the third is a replay; once a step of that layout was proven, the first layer of the next batch is traced (no Guard)
 and the second replays. A replay must launch what the ordinary path launches for that layer: the same kernels, grids and
 constexprs, the same scalars, the layer's own tensors at the same addresses; the batch's buffers (metadata, plan
-workspace, the step's intermediates) at the traced step's addresses. Anything a trace rests on that changes (the
-metadata refilled in place, another stream, a tensor of another shape, stride or alignment, new weights) takes the
-ordinary path again; so do steps that run torch work on the host path, return_topk, and check=True before a step
-with these signatures was validated. The bits of replayed steps on the GPU: tests/gpu/test_replay_gpu.py.
+workspace, the step's intermediates) at the traced step's addresses. The metadata refilled in place keeps the trace
+for unchecked steps (the int32 positions and the dense tables made again in their buffers first). Anything else a
+trace rests on that changes (a metadata tensor replaced or moved, another stream, a tensor of another shape, stride
+or alignment, new weights) takes the ordinary path again; so do steps that run torch work on the host path,
+return_topk, and check=True before a step with these signatures was validated (and after a refill). The bits of
+replayed steps on the GPU: tests/gpu/test_replay_gpu.py.
 """
 
 from __future__ import annotations
@@ -117,19 +119,70 @@ def test_a_replay_launches_what_the_ordinary_path_launches_for_that_layer(record
 
 
 def test_a_step_that_runs_torch_work_on_its_host_path_is_not_replayed(recorded, monkeypatch):
-    """The Triton dense step builds its tables with torch ops (once per batch: ops.dense_tables keeps them). With
-    nothing kept, every step runs them: the Guard refuses the trace, and no layer replays."""
-    from atom_mxfp4 import ops
+    """A step whose host path runs a torch operation besides allocations and views (here a fill of the output before
+    the launches) is refused by the Guard: no layer replays, and after REFUSALS such refusals the layout is not
+    traced again."""
+    launches = SparseMXFP4Attention._launches
 
-    monkeypatch.setattr(ops, "DENSE_TABLES_KEPT", 0)
-    meta, layers = _layers(LayerConfig(sparse=False), "triton")
-    for layer in layers:
-        assert not _replayed(_step(recorded, layer, meta))
-    assert meta.steps and all(t.launches == () for t in meta.steps.values())
-    monkeypatch.setattr(ops, "DENSE_TABLES_KEPT", 4)  # kept again: the next batch's dense steps replay
-    again, _ = _meta()
-    replays = [_replayed(_step(recorded, layer, again)) for layer in layers]
-    assert replays == [False, False, True, True]
+    def with_torch_work(self, qkv, meta, caches, w, out):
+        out.zero_()
+        return launches(self, qkv, meta, caches, w, out)
+
+    monkeypatch.setattr(SparseMXFP4Attention, "_launches", with_torch_work)
+    for _ in range(replay.REFUSALS):
+        meta, layers = _layers(LayerConfig(sparse=False), "triton")
+        for layer in layers:
+            assert not _replayed(_step(recorded, layer, meta))
+        assert meta.steps and all(not t.launches for t in meta.steps.values())
+    assert replay.proven(next(iter(replay._proven))) is False
+
+
+def test_the_triton_dense_step_reads_the_batch_tables_kept_by_the_metadata(recorded):
+    """A composing backend's dense layers read ``AttentionMetadata.dense_tables`` (made once per batch, in the
+    metadata's buffers): the step runs no torch work from its second layer on and replays; after a refill the
+    tables are made again in the same buffers before the replay, which reads the new ones."""
+    meta, (a, b, c, d) = _layers(LayerConfig(sparse=False), "triton")
+    for layer in (a, b):
+        layer(meta, check=False)
+    tables, lens = meta.dense_tables(1)
+    assert torch.equal(tables, meta.block_table.index_select(0, meta.token_request))
+    assert torch.equal(lens, meta.positions.int() + 1)
+    got = _step(recorded, c, meta, check=False)
+    assert _replayed(got) and any(tables.data_ptr() in r.args for r in got)
+    meta.block_table[0, 0] = meta.block_table[1, 0]  # another page for request 0: refilled in place
+    _refill(meta)
+    got = _step(recorded, d, meta, check=False)
+    assert _replayed(got) and any(tables.data_ptr() in r.args for r in got)
+    kept = meta._dense[1][1]
+    assert kept[0] is tables and int(tables[0, 0]) == int(meta.block_table[1, 0])  # made again, same buffers
+    assert torch.equal(kept[1], meta.positions.int() + 1)
+    assert torch.equal(meta.dense_tables(1)[0], meta.block_table.index_select(0, meta.token_request))
+
+
+def test_metadata_dense_tables_equal_the_ops_for_every_kv_head_count():
+    meta, _ = _meta()
+    for heads in (1, 2, 4):
+        want = __import__("atom_mxfp4.ops", fromlist=["ops"]).dense_tables(
+            meta.block_table, meta.token_request, meta.row_position, num_kv_heads=heads)
+        got = meta.dense_tables(heads)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), heads
+        assert meta.dense_tables(heads) is got  # once per batch
+
+
+def test_a_trace_reading_a_derived_buffer_does_not_outlive_a_refill():
+    """``replay.derived``: a buffer torch made from the metadata's values on a step's host path, which a replay would
+    not make again (ops.dense_tables' tables, as the flash path's decode rows read them): a trace reading it is not
+    replayed after a refill; a freed one no longer counts."""
+    meta, _ = _meta()
+    made = torch.zeros(8, dtype=torch.int32)
+    replay.derived(made)
+    assert replay.reads_derived([made[2:]]) and not replay.reads_derived([torch.zeros(8)])
+    assert not replay.Trace(meta, launches=("a launch",), keep=(made,)).refillable
+    assert replay.Trace(meta, launches=("a launch",), keep=(torch.zeros(8),)).refillable
+    address = made.data_ptr()
+    del made
+    __import__("gc").collect()
+    assert not any(ref() is not None and ref().data_ptr() == address for ref in replay._derived)
 
 
 def test_dense_tables_are_made_once_per_batch():
@@ -340,19 +393,3 @@ def test_a_refill_is_not_replayed_where_a_check_or_the_metadata_layout_asks_for_
         assert _replayed(_step(recorded, b, meta, check=False))
         _refill(meta)
         assert _replayed(_step(recorded, c, meta, check=False))  # and its refills replay again
-
-
-def test_a_step_reading_tables_torch_made_from_the_metadata_is_not_replayed_after_a_refill(recorded):
-    """The Triton dense step reads ops.dense_tables' tables, made by torch ops from the metadata's values (kept per
-    batch, declared replay.derived): a replay after a refill would read the last batch's tables."""
-    meta, (a, b, c, d) = _layers(LayerConfig(sparse=False), "triton")
-    for layer in (a, b):
-        layer(meta, check=False)
-    trace = meta.steps[a.layer._kind]
-    assert trace.launches and not trace.refillable
-    assert _replayed(_step(recorded, c, meta, check=False))
-    meta.block_table[0, 0] = meta.block_table[1, 0]  # another page for request 0
-    stale = [r for r in _step(recorded, d, meta, check=False)]
-    assert not _replayed(stale)  # the ordinary path: new tables
-    tables = next(r for r in stale if r.kernel.endswith("pa_decode_kernel")).args
-    assert any(isinstance(t, torch.Tensor) and t.dim() == 2 and t[0, 0] == meta.block_table[1, 0] for t in tables)

@@ -83,11 +83,12 @@ def test_replayed_steps_equal_the_ordinary_path_bit_for_bit(backend, sparse, che
         replayed += bool(trace.launches)
         # a refill replay: the trace kept from the last batch, and no layer of the step on the ordinary path
         refill_replays += bool(kept) and all(meta.steps[k] is t for k, t in kept.items()) and not ordinary
-    # every kind replays (the Triton dense step's tables are made once per batch: ops.dense_tables), except a sparse
+    # every kind replays (the Triton dense step's tables are made once per batch: AttentionMetadata.dense_tables),
+    # except a sparse
     # prefill step whose index runs the tiled scorer (LayerConfig.index_tile_rows: torch work on the tiles)
     tiled = sum(sparse and max(new) >= config.index_tile_rows for _, new in steps)
     assert replayed == len(steps) - tiled, "a step of four layers on one metadata was not replayed"
-    # unchecked, the second and third decode steps replay the first's trace (refilled metadata), except the Triton
-    # dense step's: it reads tables torch made from the last batch's values (replay.derived)
-    want = 0 if check_first or (backend == "triton" and not sparse) else 2
+    # unchecked, the second and third decode steps replay the first's trace (refilled metadata; the Triton dense
+    # step's tables made again in their buffers first)
+    want = 0 if check_first else 2
     assert refill_replays == want, f"{refill_replays} decode steps replayed a trace kept from the last batch"
