@@ -15,7 +15,8 @@ same step on its ordinary path (``return_topk=True`` takes it): what the first t
 same tensors and plans) and ``MODEL_LAYERS`` sparse layers, each with its own caches, the first one checked when
 check=True. ``model_refilled_per_layer``: the same on one metadata refilled in place for each batch (its tensors'
 versions bumped, as a runner's per-batch-size buffers; the SGLang server's decode batches): with check=False every
-layer replays the last batch's trace (atom_mxfp4.replay). Never asserts a time.
+layer replays the last batch's trace (atom_mxfp4.replay); ``model_refilled_dense_per_layer`` the same with dense
+layers. Never asserts a time.
 
 Writes ``<label>.json``, ``<label>.md`` and ``ledger_rows_<label>.csv`` (one row per number, the ledger's columns:
 atom_mxfp4.evals.ledger) into ``--out``; with ``--compare BASE.json`` (the same script run on an earlier commit, in the
@@ -49,7 +50,7 @@ from atom_mxfp4.layer import AttentionMetadata, LayerCaches, LayerConfig, Sparse
 
 OPS = ("write", "index_topk", "sparse_tables", "pa_decode", "attend_sparse", "attend_dense", "step_sparse",
        "step_dense", "step_sparse_ordinary", "step_dense_ordinary", "model_sparse_per_layer",
-       "model_refilled_per_layer")
+       "model_refilled_per_layer", "model_refilled_dense_per_layer")
 MODEL_LAYERS = 8  # model_sparse_per_layer: a forward batch of this many sparse layers, per layer
 TARGET_US = {False: 20.0, True: 40.0}  # issue 39: per op, host time per call (check=False / True)
 STEP_TARGET_US = 80.0  # a whole sparse layer step
@@ -109,11 +110,14 @@ def _calls(backend: str, batch: int, context: int, device: torch.device, setup_b
         for i, (layer, layer_caches) in enumerate(model):
             layer(qkv[True], step, layer_caches, check=check and i == 0)
 
-    def refilled_batch_of_layers(check):
+    dense_model = _model(backend, LayerConfig(sparse=False), caches[False],
+                         {k: w[k] for k in ("q_norm", "k_norm")}, device)
+
+    def refilled_batch_of_layers(check, sparse=True):
         for tensor in (meta.positions, meta.slot_mapping, meta.token_request, meta.block_table):
             torch.autograd.graph.increment_version(tensor)  # the runner's in-place refill (kernel time not counted)
-        for i, (layer, layer_caches) in enumerate(model):
-            layer(qkv[True], meta, layer_caches, check=check and i == 0)
+        for i, (layer, layer_caches) in enumerate(model if sparse else dense_model):
+            layer(qkv[sparse], meta, layer_caches, check=check and i == 0)
 
     return {
         "write": lambda check: ops.fused_qknorm_rope_write(
@@ -141,15 +145,17 @@ def _calls(backend: str, batch: int, context: int, device: torch.device, setup_b
                                                            return_topk=True),
         "model_sparse_per_layer": batch_of_layers,
         "model_refilled_per_layer": refilled_batch_of_layers,
+        "model_refilled_dense_per_layer": lambda check: refilled_batch_of_layers(check, sparse=False),
     }
 
 
 def _model(backend: str, cfg: LayerConfig, caches: LayerCaches, weights: dict, device: torch.device) -> list:
-    """``MODEL_LAYERS`` sparse layers of one model: their own caches (copies of ``caches``) and norm weights, one
-    RoPE table."""
+    """``MODEL_LAYERS`` layers of ``cfg``'s kind of one model: their own caches (copies of ``caches``) and norm
+    weights, one RoPE table."""
     tables: dict = {}
     return [(SparseMXFP4Attention(cfg, {k: v.clone() for k, v in weights.items()}, backend=backend, rope_tables=tables),
-             LayerCaches(*[type(c)(records=c.records.clone()) for c in (caches.k, caches.v, caches.index_k)]))
+             LayerCaches(*[None if c is None else type(c)(records=c.records.clone())
+                           for c in (caches.k, caches.v, caches.index_k)]))
             for _ in range(MODEL_LAYERS)]
 
 
