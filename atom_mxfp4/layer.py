@@ -435,7 +435,7 @@ class SparseMXFP4Attention:
         built = None if clean is None and guard.refused else Trace.build(traced, (qkv, out, *self._static[1]))
         launches, keep = built or ((), ())
         trace = meta.steps[self._kind] = Trace(meta, current_stream(qkv), key[1], key[2], key[3], launches, check,
-                                               keep)
+                                               keep, key[4])
         if launches:
             retain(trace)
         return out

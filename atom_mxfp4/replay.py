@@ -130,6 +130,8 @@ def derived(*tensors: torch.Tensor) -> None:
 
 def reads_derived(tensors) -> bool:
     """Whether any of ``tensors`` lies inside a live ``derived`` buffer."""
+    if not _derived:
+        return False
     spans = Spans([ref() for ref in _derived])
     return any(spans.find(t.data_ptr()) is not None for t in tensors if t.numel())
 
@@ -141,17 +143,18 @@ class Trace:
                  "segments", "refillable")
 
     def __init__(self, meta, stream: int = 0, qkv=None, out=None, static=None, launches: tuple | None = None,
-                 validated: bool = False, keep: tuple = ()):
+                 validated: bool = False, keep: tuple = (), meta_layout: tuple | None = None):
         """``launches`` None: the first step of its kind seen on this metadata (the next one is traced); () a step
         that cannot replay (not traced again for this metadata). ``keep``: the tensors the launches read that are
-        none of the layer's own (intermediate buffers, workspace), held while the trace lives."""
+        none of the layer's own (intermediate buffers, workspace), held while the trace lives. ``meta_layout``: the
+        metadata's ``layout`` where the caller has it."""
         self.meta_state = meta_state(meta)
         self.refs = (meta.positions, meta.slot_mapping, meta.token_request, meta.block_table)
         self.stream, self.qkv, self.out, self.static = stream, qkv, out, static
         self.launches, self.validated, self.keep = launches, validated, keep
         # what a replay after an in-place refill needs unchanged (module docstring); asked only of traces that launch
         self.refillable = bool(launches) and not reads_derived(keep)
-        self.where = where(meta) if self.refillable else None
+        self.where = where(meta, meta_layout) if self.refillable else None
         self.segments = meta.segments if self.refillable else None
 
     def refilled(self, meta) -> bool:
@@ -225,10 +228,11 @@ def retain(trace: "Trace") -> None:
         old.launches, old.keep = None, ()
 
 
-def where(meta) -> tuple:
-    """The metadata tensors' addresses and layout (what a refill must leave as it was)."""
+def where(meta, meta_layout: tuple | None = None) -> tuple:
+    """The metadata tensors' addresses and layout (``meta_layout`` where known: what a refill must leave as it
+    was)."""
     return tuple([t.data_ptr() for t in (meta.positions, meta.slot_mapping, meta.token_request,
-                                         meta.block_table)]), layout(meta)
+                                         meta.block_table)]), layout(meta) if meta_layout is None else meta_layout
 
 
 def meta_state(meta) -> tuple:
