@@ -173,21 +173,11 @@ class AttentionMetadata:
         state, made = self._dense.get(num_kv_heads, (None, None))
         if state == now and not (table.is_cuda and torch.cuda.is_current_stream_capturing()):
             return made
-        tokens, width = request.shape[0], table.shape[1]
-        pages_shape, lens_shape = (tokens * num_kv_heads, width), (tokens * num_kv_heads,)
-        if (made is None or made[0].shape != pages_shape or made[1].shape != lens_shape
-                or made[0].device != table.device):
+        pages_shape = (request.shape[0] * num_kv_heads, table.shape[1])
+        if made is None or made[0].shape != pages_shape or made[0].device != table.device:
             made = (torch.empty(pages_shape, dtype=torch.int32, device=table.device),
-                    torch.empty(lens_shape, dtype=torch.int32, device=table.device))
-        pages, lens = made
-        if num_kv_heads == 1:
-            torch.index_select(table, 0, request, out=pages)
-            torch.add(rows, 1, out=lens)
-        else:
-            heads = torch.arange(num_kv_heads, dtype=torch.int32, device=table.device)
-            pages.view(tokens, num_kv_heads, width).copy_(table.index_select(0, request)[:, None, :] * num_kv_heads
-                                                          + heads[None, :, None])
-            lens.view(tokens, num_kv_heads).copy_((rows + 1)[:, None])
+                    torch.empty(pages_shape[0], dtype=torch.int32, device=table.device))
+        ops.fill_dense_tables(table, request, rows, *made, num_kv_heads=num_kv_heads)
         self._dense[num_kv_heads] = (now, made)
         return made
 
@@ -573,8 +563,9 @@ class SparseMXFP4Attention:
         if (trace is None or not trace.launches or not isinstance(qkv, torch.Tensor)
                 or not isinstance(caches, LayerCaches) or capturing(qkv)):
             return None
-        if trace.meta_state != meta_state(meta):
-            if check or not trace.refilled(meta):
+        state = meta_state(meta)
+        if trace.meta_state != state:
+            if check or not trace.refilled(meta, state):
                 return None
             self._refresh(meta, qkv.device)  # the refilled batch's int32 positions (and dense tables)
         elif check and not trace.validated:

@@ -554,19 +554,33 @@ def dense_tables(block_table, row_request, row_position, *, num_kv_heads):
             if (kept_key == key and all(ref() is t for ref, t in zip(refs, inputs))
                     and versions == (result[0]._version, result[1]._version)):
                 return result  # (a caller's in-place write into the returned tables makes new ones)
-    pages = block_table.index_select(0, row_request.to(torch.int32))  # [T, W] int32
-    lens = row_position.to(torch.int32) + 1
-    if num_kv_heads == 1:
-        result = pages, lens
-    else:
-        heads = torch.arange(num_kv_heads, dtype=torch.int32, device=pages.device)
-        tables = (pages[:, None, :] * num_kv_heads + heads[None, :, None]).reshape(-1, pages.shape[1])
-        result = tables, lens.repeat_interleave(num_kv_heads)
+    rows = row_request.shape[0] * num_kv_heads
+    result = fill_dense_tables(block_table, row_request, row_position,
+                               torch.empty(rows, block_table.shape[1], dtype=torch.int32, device=block_table.device),
+                               torch.empty(rows, dtype=torch.int32, device=block_table.device),
+                               num_kv_heads=num_kv_heads)
     if not capturing:
         derived(*result)  # made from the metadata's values: a step trace reading them does not outlive a refill
         _dense_kept.append((key, [weakref.ref(t) for t in inputs], result, (result[0]._version, result[1]._version)))
         del _dense_kept[:max(0, len(_dense_kept) - DENSE_TABLES_KEPT)]
     return result
+
+
+def fill_dense_tables(block_table, row_request, row_position, tables, context_lens, *, num_kv_heads):
+    """``dense_tables``' values written into ``tables`` [T * nkv, W] i32 and ``context_lens`` [T * nkv] i32 (in
+    place; returns the two): the gather and the lengths for one KV head, the fold for more. No check. What
+    ``dense_tables`` makes new tensors for, and ``AttentionMetadata.dense_tables`` its own buffers."""
+    request, lens = row_request.to(torch.int32), row_position.to(torch.int32)
+    if num_kv_heads == 1:
+        torch.index_select(block_table, 0, request, out=tables)
+        torch.add(lens, 1, out=context_lens)
+    else:
+        tokens, width = request.shape[0], block_table.shape[1]
+        heads = torch.arange(num_kv_heads, dtype=torch.int32, device=block_table.device)
+        tables.view(tokens, num_kv_heads, width).copy_(
+            block_table.index_select(0, request)[:, None, :] * num_kv_heads + heads[None, :, None])
+        context_lens.view(tokens, num_kv_heads).copy_((lens + 1)[:, None])
+    return tables, context_lens
 
 
 def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, num_kv_heads, topk_blocks=None,
@@ -587,9 +601,8 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     """
     k_records = as_records(k_cache, "k_cache")
     v_records = as_records(v_cache, "v_cache")
-    sparse = topk_blocks is not None
+    sparse, scale_tensor = topk_blocks is not None, isinstance(query_scale, torch.Tensor)
     if check:
-        scale_tensor = isinstance(query_scale, torch.Tensor)
         attributes("attend", (num_kv_heads, pages_per_block, softmax_scale, None if scale_tensor else query_scale),
                    (out, q, k_records, v_records, block_table, row_request, row_position, topk_blocks,
                     query_scale if scale_tensor else None),
@@ -605,7 +618,7 @@ def attend(out, q, k_cache, v_cache, block_table, row_request, row_position, *, 
     width = topk_blocks.shape[2] * pages_per_block if sparse else block_table.shape[1]
     if plan is not None:  # whatever check says: a plan too small for the call would be written past its workspace
         check_plan(plan, backend=impl.name, rows=q.shape[0], width=width, group=q.shape[1], device=q.device)
-    softmax_scale, scale_tensor = float(softmax_scale), isinstance(query_scale, torch.Tensor)
+    softmax_scale = float(softmax_scale)
 
     def run():
         fused = getattr(impl, "attend", None)

@@ -157,11 +157,10 @@ class Trace:
         self.where = where(meta, meta_layout) if self.refillable else None
         self.segments = meta.segments if self.refillable else None
 
-    def refilled(self, meta) -> bool:
-        """Whether ``meta`` is this trace's metadata refilled in place (the same tensors, addresses and layout, other
-        versions) and the trace may replay on it; then takes the new versions as its own and is no longer
-        validated (a check=True step validates the new values on its ordinary path)."""
-        state = meta_state(meta)
+    def refilled(self, meta, state: tuple) -> bool:
+        """Whether ``meta`` (``meta_state`` ``state``) is this trace's metadata refilled in place (the same tensors,
+        addresses and layout, other versions) and the trace may replay on it; then takes the new versions as its own
+        and is no longer validated (a check=True step validates the new values on its ordinary path)."""
         if (not self.refillable or state[:4] != self.meta_state[:4] or meta.segments is not self.segments
                 or where(meta) != self.where):
             return False

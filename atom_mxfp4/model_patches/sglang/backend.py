@@ -268,10 +268,10 @@ class AtomMXFP4AttnBackend(AttentionBackend):
         check = sparse not in self._checked and not (qkv.is_cuda and torch.cuda.is_current_stream_capturing())
         if check:
             self._checked.add(sparse)
-        if n == rows:  # (no views to make: each costs host time on every layer)
-            layer(qkv, meta, self.layer_caches(module.attn.layer_id), check=check, out=out)
-        else:
-            layer(qkv[:n], meta, self.layer_caches(module.attn.layer_id), check=check, out=out[:n])
+        padded = n < rows  # (no views to make otherwise: each costs host time on every layer)
+        layer(qkv[:n] if padded else qkv, meta, self.layer_caches(module.attn.layer_id), check=check,
+              out=out[:n] if padded else out)
+        if padded:
             out[n:].zero_()
 
     def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
